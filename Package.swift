@@ -1,0 +1,93 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "warren",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "AMQPClient", targets: ["AMQPClient"]),
+        .executable(name: "warren", targets: ["warren"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+    ],
+    targets: [
+        // The AMQP 0-9-1 client: knows nothing of chat.
+        .target(
+            name: "AMQPClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The bridge core: envelope, routing, sessions, ACL, metrics, config. No HTTP.
+        .target(
+            name: "WarrenCore",
+            dependencies: [
+                "AMQPClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The HTTP / WebSocket frontends: a thin layer over WarrenCore.
+        .target(
+            name: "WarrenHTTP",
+            dependencies: [
+                "WarrenCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ]
+        ),
+        // The executable: a few lines of wiring.
+        .executableTarget(
+            name: "warren",
+            dependencies: [
+                "WarrenCore",
+                "WarrenHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Unit tests: no I/O, run in seconds.
+        .testTarget(
+            name: "AMQPClientTests",
+            dependencies: [
+                "AMQPClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "WarrenCoreTests",
+            dependencies: ["WarrenCore"]
+        ),
+        // Broker-backed tests: need the local RabbitMQ (scripts/rabbitmq.sh).
+        .testTarget(
+            name: "AMQPIntegrationTests",
+            dependencies: [
+                "AMQPClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "WarrenIntegrationTests",
+            dependencies: [
+                "WarrenCore",
+                "AMQPClient",
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,20 @@
+import NIOCore
+
+/// A request from the async API to the connection's event loop, written into the pipeline.
+enum AMQPCommand: Sendable {
+    case openChannel(UInt16, EventLoopPromise<RPCResponse>)
+    case request(channel: UInt16, AMQPMethod, sink: AMQPDeliverySink?, EventLoopPromise<RPCResponse>)
+    case publish(channel: UInt16, BasicPublish, BasicProperties, ByteBuffer, EventLoopPromise<Void>)
+    /// Asynchronous methods (ack, nack, reject): no answer expected.
+    case send(channel: UInt16, AMQPMethod)
+    case closeChannel(UInt16, EventLoopPromise<RPCResponse>)
+    case close(EventLoopPromise<Void>)
+}
+
+/// Callbacks from a link to the object that owns it, run on the event loop.
+struct AMQPLinkEvents: Sendable {
+    var blockedChanged: @Sendable (String?) -> Void = { _ in }
+    /// The broker closed a channel with a channel-level error.
+    var channelClosed: @Sendable (UInt16, AMQPError) -> Void = { _, _ in }
+    var returned: @Sendable (UInt16, AMQPReturnedMessage) -> Void = { _, _ in }
+}

@@ -1,0 +1,487 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Where a connection stands, for observers (health checks, metrics, logs).
+public enum AMQPConnectionState: Sendable, Equatable {
+    case connecting
+    case connected
+    /// The link dropped; the client is reconnecting and restoring topology.
+    case recovering(AMQPError)
+    case closed(AMQPError?)
+}
+
+/// Things an observer may want to know as they happen.
+public enum AMQPConnectionEvent: Sendable {
+    /// Connected (first time or after a recovery); `epoch` counts the links.
+    case connected(epoch: UInt64)
+    case recovering(AMQPError)
+    /// A recorded entity could not be restored and was skipped.
+    case recoveryFailed(entity: String, error: AMQPError)
+    case blocked(reason: String)
+    case unblocked
+    case closed(AMQPError?)
+}
+
+/// A connection to an AMQP 0-9-1 broker that recovers by itself.
+///
+/// When the link drops it reconnects with capped, jittered exponential backoff,
+/// reopens the channels (with their qos and confirm mode), re-declares the
+/// recorded exchanges, queues and bindings, and re-creates the consumers, whose
+/// sequences simply carry on. Calls made while recovering fail at once with
+/// ``AMQPError/notConnected``; publishes in flight at the drop fail, never
+/// silently succeed.
+public final class AMQPConnection: Sendable {
+    public let configuration: AMQPConfiguration
+    let group: any EventLoopGroup
+    let logger: Logger
+    let shared: NIOLockedValueBox<Shared>
+
+    struct Link: Sendable {
+        let channel: any Channel
+        let epoch: UInt64
+        let params: NegotiatedParameters
+        let ended: EventLoopFuture<AMQPError>
+    }
+
+    struct ChannelRecord: Sendable {
+        var channel: AMQPChannel
+        var qos: (prefetchCount: UInt16, prefetchSize: UInt32, global: Bool)?
+        var confirm = false
+        var returns: [AsyncStream<AMQPReturnedMessage>.Continuation] = []
+    }
+
+    struct Shared: Sendable {
+        var link: Link?
+        var state: AMQPConnectionState = .connecting
+        var epoch: UInt64 = 0
+        var channels: [UInt16: ChannelRecord] = [:]
+        var topology = RecordedTopology()
+        var observers: [Int: AsyncStream<AMQPConnectionEvent>.Continuation] = [:]
+        var nextObserver = 0
+        var closedByUser = false
+        var recovery: Task<Void, Never>?
+        var consumerCounter: UInt64 = 0
+        var blocked: String?
+    }
+
+    private init(configuration: AMQPConfiguration, group: any EventLoopGroup, logger: Logger) {
+        self.configuration = configuration
+        self.group = group
+        self.logger = logger
+        self.shared = NIOLockedValueBox(Shared())
+    }
+
+    /// Connects once; throws if that first attempt fails (the caller decides whether to retry).
+    /// Once connected, drops are recovered from automatically.
+    public static func connect(
+        configuration: AMQPConfiguration,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "amqp")
+    ) async throws -> AMQPConnection {
+        let connection = AMQPConnection(configuration: configuration, group: eventLoopGroup, logger: logger)
+        let link = try await connection.makeLink(epoch: 1)
+        connection.install(link)
+        return connection
+    }
+
+    /// The current state.
+    public var state: AMQPConnectionState { shared.withLockedValue { $0.state } }
+
+    /// The parameters negotiated on the current link, if connected.
+    public var negotiated: NegotiatedParameters? { shared.withLockedValue { $0.link?.params } }
+
+    /// Whether the broker has blocked publishing (a resource alarm), and why.
+    public var blockedReason: String? { shared.withLockedValue { $0.blocked } }
+
+    /// A stream of connection events from now on. It ends when the connection is closed.
+    public func events() -> AsyncStream<AMQPConnectionEvent> {
+        let (stream, continuation) = AsyncStream<AMQPConnectionEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let closed: AMQPError?? = shared.withLockedValue { s in
+            if case .closed(let e) = s.state { return .some(e) }
+            let id = s.nextObserver
+            s.nextObserver += 1
+            s.observers[id] = continuation
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.shared.withLockedValue { $0.observers.removeValue(forKey: id) }
+            }
+            return .none
+        }
+        if let closed {
+            continuation.yield(.closed(closed))
+            continuation.finish()
+        }
+        return stream
+    }
+
+    /// Opens a channel on the lowest free id.
+    public func openChannel() async throws -> AMQPChannel {
+        let (link, id, channel): (Link, UInt16, AMQPChannel) = try shared.withLockedValue { s in
+            guard let link = s.link else { throw s.closedByUser ? AMQPError.closedByUser : AMQPError.notConnected }
+            let max = link.params.channelMax == 0 ? UInt16.max : link.params.channelMax
+            guard let id = (1...max).first(where: { s.channels[$0] == nil }) else { throw AMQPError.channelLimitReached(max) }
+            let channel = AMQPChannel(id: id, connection: self)
+            s.channels[id] = ChannelRecord(channel: channel)
+            return (link, id, channel)
+        }
+        do {
+            _ = try await send(.openChannel(id, link.channel.eventLoop.makePromise()), on: link)
+        } catch {
+            _ = shared.withLockedValue { $0.channels.removeValue(forKey: id) }
+            throw error
+        }
+        return channel
+    }
+
+    /// Closes the connection gracefully. Consumer sequences end normally; recovery stops.
+    public func close() async {
+        let (link, task, sinks): (Link?, Task<Void, Never>?, [AMQPDeliverySink]) = shared.withLockedValue { s in
+            guard !s.closedByUser else { return (nil, nil, []) }
+            s.closedByUser = true
+            let sinks = s.topology.orderedConsumers.map(\.sink)
+            for c in s.topology.orderedConsumers { s.topology.deleteConsumer(c.consume.consumerTag) }
+            return (s.link, s.recovery, sinks)
+        }
+        task?.cancel()
+        if let link {
+            let promise = link.channel.eventLoop.makePromise(of: Void.self)
+            link.channel.writeAndFlush(AMQPCommand.close(promise)).whenFailure { _ in promise.succeed(()) }
+            _ = try? await promise.futureResult.get()
+            _ = try? await link.channel.closeFuture.get()
+        }
+        for sink in sinks { sink.finish(nil) }
+        finishClosed(nil)
+    }
+
+    // MARK: internal plumbing used by AMQPChannel
+
+    func currentLink() throws -> Link {
+        try shared.withLockedValue { s in
+            if let link = s.link { return link }
+            throw s.closedByUser ? AMQPError.closedByUser : AMQPError.notConnected
+        }
+    }
+
+    /// Writes a command to a link and waits for its promise.
+    func send(_ command: AMQPCommand, on link: Link) async throws -> RPCResponse {
+        let promise: EventLoopPromise<RPCResponse>
+        switch command {
+        case .openChannel(_, let p), .request(_, _, _, let p), .closeChannel(_, let p): promise = p
+        default: preconditionFailure("send(_:on:) is for commands that answer")
+        }
+        link.channel.writeAndFlush(command).whenFailure { _ in promise.fail(AMQPError.notConnected) }
+        return try await promise.futureResult.get()
+    }
+
+    func request(_ method: AMQPMethod, channel: UInt16, sink: AMQPDeliverySink? = nil, on link: Link? = nil) async throws -> RPCResponse {
+        try Self.validate(method)
+        let link = try link ?? currentLink()
+        return try await send(.request(channel: channel, method, sink: sink, link.channel.eventLoop.makePromise()), on: link)
+    }
+
+    func nextConsumerTag(channel: UInt16) -> String {
+        shared.withLockedValue { s in
+            s.consumerCounter += 1
+            return "warren-amqp-\(channel)-\(s.consumerCounter)"
+        }
+    }
+
+    func record(_ body: (inout RecordedTopology) -> Void) {
+        shared.withLockedValue { body(&$0.topology) }
+    }
+
+    func updateChannel(_ id: UInt16, _ body: (inout ChannelRecord) -> Void) {
+        shared.withLockedValue { s in
+            if var record = s.channels[id] {
+                body(&record)
+                s.channels[id] = record
+            }
+        }
+    }
+
+    /// The channel is closed for good (by us or by a channel error): forget it and its consumers.
+    func forgetChannel(_ id: UInt16, error: AMQPError?) {
+        let (record, consumers) = shared.withLockedValue { s in
+            (s.channels.removeValue(forKey: id), s.topology.deleteConsumers(onChannel: id))
+        }
+        record?.channel.markClosed(error ?? .channelNotOpen(id))
+        record?.returns.forEach { $0.finish() }
+        for c in consumers { c.sink.finish(error) }
+    }
+
+    static func validate(_ method: AMQPMethod) throws(AMQPError) {
+        var scratch = ByteBuffer()
+        do { try method.encode(into: &scratch) } catch { throw .invalidArgument("\(error)") }
+    }
+
+    // MARK: links
+
+    private func makeLink(epoch: UInt64) async throws -> Link {
+        if configuration.tls {
+            throw AMQPError.connectionFailed("amqps:// (TLS) is not supported by this build yet")
+        }
+        var props: FieldTable = [:]
+        if let name = configuration.connectionName { props["connection_name"] = .string(name) }
+        let smConfig = ConnectionStateMachine.Configuration(
+            username: configuration.username, password: configuration.password, vhost: configuration.vhost,
+            clientProperties: props, heartbeat: configuration.heartbeat, channelMax: configuration.channelMax,
+            frameMax: configuration.frameMax)
+        let events = AMQPLinkEvents(
+            blockedChanged: { [weak self] reason in self?.blockedChanged(reason) },
+            channelClosed: { [weak self] id, error in self?.forgetChannel(id, error: error) },
+            returned: { [weak self] id, message in self?.returned(id, message) })
+        let logger = self.logger
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.socketOption(.so_keepalive), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = AMQPConnectionHandler(configuration: smConfig, epoch: epoch, events: events,
+                                                        eventLoop: channel.eventLoop, logger: logger)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: configuration.host, port: configuration.port).get()
+        } catch {
+            throw AMQPError.connectionFailed("\(configuration.host):\(configuration.port): \(error)")
+        }
+        let futures = try await channel.eventLoop.submit {
+            let handler = try channel.pipeline.syncOperations.handler(type: AMQPConnectionHandler.self)
+            return (handler.established.futureResult, handler.ended.futureResult)
+        }.get()
+        let timeout = channel.eventLoop.scheduleTask(in: configuration.connectTimeout) {
+            channel.close(promise: nil)
+        }
+        do {
+            let params = try await futures.0.get()
+            timeout.cancel()
+            return Link(channel: channel, epoch: epoch, params: params, ended: futures.1)
+        } catch let error as AMQPError {
+            timeout.cancel()
+            channel.close(promise: nil)
+            if case .connectionLost = error { throw AMQPError.connectionFailed("handshake did not complete: \(error)") }
+            throw error
+        }
+    }
+
+    private func install(_ link: Link) {
+        let observers = shared.withLockedValue { s -> [AsyncStream<AMQPConnectionEvent>.Continuation] in
+            s.link = link
+            s.epoch = link.epoch
+            s.state = .connected
+            s.blocked = nil
+            return Array(s.observers.values)
+        }
+        logger.info("AMQP connected", metadata: ["broker": "\(configuration.redactedDescription)", "epoch": "\(link.epoch)"])
+        observers.forEach { $0.yield(.connected(epoch: link.epoch)) }
+        link.ended.whenSuccess { [weak self] error in self?.linkEnded(link, error: error) }
+    }
+
+    private func linkEnded(_ link: Link, error: AMQPError) {
+        let (observers, start): ([AsyncStream<AMQPConnectionEvent>.Continuation], Bool) = shared.withLockedValue { s in
+            guard s.link?.epoch == link.epoch else { return ([], false) }
+            s.link = nil
+            guard !s.closedByUser, configuration.recovery.enabled else { return ([], false) }
+            s.state = .recovering(error)
+            return (Array(s.observers.values), true)
+        }
+        guard start else {
+            if !shared.withLockedValue({ $0.closedByUser }) {
+                logger.error("AMQP connection lost and recovery is disabled", metadata: ["error": "\(error)"])
+                let sinks = shared.withLockedValue { s in s.topology.orderedConsumers.map(\.sink) }
+                sinks.forEach { $0.finish(error) }
+                finishClosed(error)
+            }
+            return
+        }
+        logger.warning("AMQP connection lost; recovering", metadata: ["error": "\(error)"])
+        observers.forEach { $0.yield(.recovering(error)) }
+        let task = Task { [weak self] in
+            guard let self else { return }
+            await self.recoveryLoop(after: link.epoch)
+        }
+        shared.withLockedValue { $0.recovery = task }
+    }
+
+    private func recoveryLoop(after epoch: UInt64) async {
+        var attempt = 0
+        var nextEpoch = epoch + 1
+        while !Task.isCancelled, !shared.withLockedValue({ $0.closedByUser }) {
+            let delay = configuration.recovery.delay(attempt: attempt)
+            attempt += 1
+            try? await Task.sleep(nanoseconds: UInt64(max(0, delay.nanoseconds)))
+            if Task.isCancelled || shared.withLockedValue({ $0.closedByUser }) { return }
+            do {
+                let link = try await makeLink(epoch: nextEpoch)
+                nextEpoch += 1
+                do {
+                    try await restore(on: link)
+                } catch {
+                    link.channel.close(promise: nil)
+                    throw error
+                }
+                if shared.withLockedValue({ $0.closedByUser }) {
+                    link.channel.close(promise: nil)
+                    return
+                }
+                install(link)
+                logger.info("AMQP connection recovered", metadata: ["attempts": "\(attempt)"])
+                return
+            } catch {
+                logger.warning("AMQP recovery attempt failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Replays channels, exchanges, queues, bindings and consumers on a fresh link, in that order.
+    /// An entity that fails is reported and skipped; only a dead link aborts the restore.
+    private func restore(on link: Link) async throws {
+        let (channels, topology) = shared.withLockedValue { s in (s.channels, s.topology) }
+        for (id, record) in channels.sorted(by: { $0.key < $1.key }) {
+            do {
+                _ = try await send(.openChannel(id, link.channel.eventLoop.makePromise()), on: link)
+                if let qos = record.qos {
+                    _ = try await request(.basicQos(prefetchSize: qos.prefetchSize, prefetchCount: qos.prefetchCount,
+                                                    global: qos.global), channel: id, on: link)
+                }
+                if record.confirm { _ = try await request(.confirmSelect(noWait: false), channel: id, on: link) }
+            } catch let error as AMQPError where !Self.isLinkFailure(error) {
+                reportRecoveryFailure("channel \(id)", error)
+                forgetChannel(id, error: error)
+            }
+        }
+
+        var scratch = RecoveryChannel(connection: self, link: link, reservedIDs: Set(channels.keys))
+        for exchange in topology.orderedExchanges {
+            try await scratch.run("exchange \(exchange.declare.exchange)") { id in
+                _ = try await self.request(.exchangeDeclare(exchange.declare), channel: id, on: link)
+            }
+        }
+        for queue in topology.orderedQueues {
+            try await scratch.run("queue \(queue.name)") { id in
+                var declare = queue.declare
+                declare.queue = queue.serverNamed ? "" : queue.name
+                if case .method(.queueDeclareOk(let ok)) = try await self.request(.queueDeclare(declare), channel: id, on: link),
+                   ok.queue != queue.name {
+                    self.record { $0.renameQueue(queue.name, to: ok.queue) }
+                }
+            }
+        }
+        let bindings = shared.withLockedValue { $0.topology.bindings }
+        for b in bindings {
+            try await scratch.run("binding \(b.exchange) -> \(b.queue) (\(b.routingKey))") { id in
+                _ = try await self.request(.queueBind(QueueBind(queue: b.queue, exchange: b.exchange, routingKey: b.routingKey,
+                                                                 arguments: b.arguments)), channel: id, on: link)
+            }
+        }
+        try await scratch.close()
+
+        let consumers = shared.withLockedValue { $0.topology.orderedConsumers }
+        for consumer in consumers {
+            do {
+                _ = try await request(.basicConsume(consumer.consume), channel: consumer.channel, sink: consumer.sink, on: link)
+            } catch let error as AMQPError where !Self.isLinkFailure(error) {
+                reportRecoveryFailure("consumer \(consumer.consume.consumerTag)", error)
+                if shared.withLockedValue({ $0.topology.deleteConsumer(consumer.consume.consumerTag) }) != nil {
+                    consumer.sink.finish(error)
+                }
+            }
+        }
+    }
+
+    static func isLinkFailure(_ error: AMQPError) -> Bool {
+        switch error {
+        case .channelClosed, .channelNotOpen, .invalidArgument: return false
+        default: return true
+        }
+    }
+
+    func reportRecoveryFailure(_ entity: String, _ error: AMQPError) {
+        logger.error("AMQP recovery skipped an entity", metadata: ["entity": "\(entity)", "error": "\(error)"])
+        let observers = shared.withLockedValue { Array($0.observers.values) }
+        observers.forEach { $0.yield(.recoveryFailed(entity: entity, error: error)) }
+    }
+
+    private func blockedChanged(_ reason: String?) {
+        let observers = shared.withLockedValue { s in
+            s.blocked = reason
+            return Array(s.observers.values)
+        }
+        if let reason {
+            logger.warning("AMQP broker blocked publishing", metadata: ["reason": "\(reason)"])
+            observers.forEach { $0.yield(.blocked(reason: reason)) }
+        } else {
+            logger.info("AMQP broker unblocked publishing")
+            observers.forEach { $0.yield(.unblocked) }
+        }
+    }
+
+    private func returned(_ channel: UInt16, _ message: AMQPReturnedMessage) {
+        let sinks = shared.withLockedValue { $0.channels[channel]?.returns ?? [] }
+        sinks.forEach { $0.yield(message) }
+    }
+
+    private func finishClosed(_ error: AMQPError?) {
+        let (observers, channels) = shared.withLockedValue { s in
+            s.state = .closed(error)
+            s.link = nil
+            let o = Array(s.observers.values)
+            s.observers.removeAll()
+            let c = Array(s.channels.values)
+            s.channels.removeAll()
+            return (o, c)
+        }
+        for record in channels {
+            record.channel.markClosed(error ?? .closedByUser)
+            record.returns.forEach { $0.finish() }
+        }
+        observers.forEach {
+            $0.yield(.closed(error))
+            $0.finish()
+        }
+    }
+}
+
+/// A short-lived channel used during recovery to replay declarations; reopened
+/// after an entity fails with a channel error, so one failure costs only that entity.
+struct RecoveryChannel {
+    let connection: AMQPConnection
+    let link: AMQPConnection.Link
+    let reservedIDs: Set<UInt16>
+    var id: UInt16?
+
+    init(connection: AMQPConnection, link: AMQPConnection.Link, reservedIDs: Set<UInt16>) {
+        self.connection = connection
+        self.link = link
+        self.reservedIDs = reservedIDs
+    }
+
+    mutating func run(_ entity: String, _ body: (UInt16) async throws -> Void) async throws {
+        let id = try await ensureOpen()
+        do {
+            try await body(id)
+        } catch let error as AMQPError where !AMQPConnection.isLinkFailure(error) {
+            connection.reportRecoveryFailure(entity, error)
+            self.id = nil // the channel error closed it
+        }
+    }
+
+    private mutating func ensureOpen() async throws -> UInt16 {
+        if let id { return id }
+        let max = link.params.channelMax == 0 ? UInt16.max : link.params.channelMax
+        guard let free = (1...max).first(where: { !reservedIDs.contains($0) }) else { throw AMQPError.channelLimitReached(max) }
+        _ = try await connection.send(.openChannel(free, link.channel.eventLoop.makePromise()), on: link)
+        id = free
+        return free
+    }
+
+    mutating func close() async throws {
+        guard let id else { return }
+        _ = try await connection.send(.closeChannel(id, link.channel.eventLoop.makePromise()), on: link)
+        self.id = nil
+    }
+}

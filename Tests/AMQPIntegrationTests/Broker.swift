@@ -1,0 +1,86 @@
+import AMQPClient
+import Foundation
+import Logging
+import NIOCore
+
+/// The local broker the tests run against (scripts/rabbitmq.sh start brings it up).
+enum Broker {
+    static var url: String { ProcessInfo.processInfo.environment["WARREN_TEST_AMQP_URL"] ?? "amqp://guest:guest@127.0.0.1:5672/%2f" }
+
+    static func configuration(heartbeat: UInt16 = 60) throws -> AMQPConfiguration {
+        var c = try AMQPConfiguration(url: url)
+        c.heartbeat = heartbeat
+        c.recovery = RecoveryPolicy(initialDelay: .milliseconds(50), maxDelay: .seconds(1))
+        c.connectionName = "warren-tests"
+        return c
+    }
+
+    static func connect(heartbeat: UInt16 = 60, name: String = #function) async throws -> AMQPConnection {
+        var c = try configuration(heartbeat: heartbeat)
+        c.connectionName = "test:\(name)"
+        var logger = Logger(label: "amqp-test")
+        logger.logLevel = .warning
+        return try await AMQPConnection.connect(configuration: c, logger: logger)
+    }
+
+    /// A name no other test (or earlier run) uses.
+    static func unique(_ prefix: String) -> String {
+        "test.\(prefix).\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    /// Runs rabbitmqctl through the project's script.
+    @discardableResult
+    static func ctl(_ args: String...) throws -> String {
+        let process = Process()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        process.executableURL = root.appendingPathComponent("scripts/rabbitmq.sh")
+        process.arguments = ["ctl"] + args
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let out = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else { throw CtlError(output: out) }
+        return out
+    }
+
+    struct CtlError: Error { let output: String }
+}
+
+extension AMQPConnection {
+    /// Waits for the next event matching `predicate`, up to `timeout`.
+    func waitFor(_ timeout: Duration = .seconds(30), _ events: AsyncStream<AMQPConnectionEvent>,
+                 _ predicate: @escaping @Sendable (AMQPConnectionEvent) -> Bool) async throws {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await e in events where predicate(e) { return true }
+                return false
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return false
+            }
+            let ok = try await group.next()!
+            group.cancelAll()
+            if !ok { throw TimedOut() }
+        }
+    }
+}
+
+struct TimedOut: Error {}
+
+/// Bounds an async operation so a broken test fails instead of hanging.
+func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let result = try await group.next()!  else { throw TimedOut() }
+        return result
+    }
+}
