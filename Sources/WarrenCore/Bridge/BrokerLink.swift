@@ -1,0 +1,92 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import ServiceLifecycle
+
+/// Warren's one connection to RabbitMQ, as a service.
+///
+/// It connects (retrying with backoff, one log line per failed attempt, until it
+/// succeeds or the process shuts down), declares the conversation exchange, and
+/// reports readiness. Drops after that are healed by the AMQP client's own
+/// recovery; readiness follows the connection state.
+public final class BrokerLink: Service, Sendable {
+    public let configuration: BridgeConfiguration
+    let logger: Logger
+    private let state = NIOLockedValueBox<(connection: AMQPConnection?, topologyReady: Bool)>((nil, false))
+
+    public init(configuration: BridgeConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// True once the broker connection and topology are up, and while the connection is healthy.
+    public var isReady: Bool {
+        state.withLockedValue { s in
+            guard s.topologyReady, let c = s.connection else { return false }
+            return c.state == .connected
+        }
+    }
+
+    /// The connection, once established.
+    public var connection: AMQPConnection? { state.withLockedValue { $0.connection } }
+
+    public func run() async throws {
+        guard let connection = await connectUntilUp() else { return }
+        state.withLockedValue { $0.connection = connection }
+        let channel = try await connection.openChannel()
+        do {
+            try await channel.exchangeDeclare(configuration.amqp.exchange, type: "topic", durable: true)
+        } catch {
+            logger.critical("cannot declare the exchange", metadata: ["exchange": "\(configuration.amqp.exchange)", "error": "\(error)"])
+            await connection.close()
+            throw error
+        }
+        try? await channel.close()
+        state.withLockedValue { $0.topologyReady = true }
+        logger.info("warren is ready", metadata: [
+            "broker": "\(configuration.amqp.client.redactedDescription)",
+            "exchange": "\(configuration.amqp.exchange)",
+        ])
+        let events = connection.events()
+        await withGracefulShutdownHandler {
+            for await event in events {
+                switch event {
+                case .recovering(let error): logger.warning("broker link lost; recovering", metadata: ["error": "\(error)"])
+                case .connected(let epoch): logger.info("broker link up", metadata: ["epoch": "\(epoch)"])
+                default: break
+                }
+            }
+        } onGracefulShutdown: {
+            Task { await connection.close() }
+        }
+        await connection.close()
+        logger.info("broker link closed")
+    }
+
+    /// Connects, retrying with capped backoff; nil if shutdown came first.
+    private func connectUntilUp() async -> AMQPConnection? {
+        var attempt = 0
+        let policy = configuration.amqp.client.recovery
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                return try await AMQPConnection.connect(configuration: configuration.amqp.client, logger: logger)
+            } catch {
+                let delay = policy.delay(attempt: attempt)
+                attempt += 1
+                logger.error("cannot reach the broker; retrying", metadata: [
+                    "broker": "\(configuration.amqp.client.redactedDescription)",
+                    "error": "\(error)",
+                    "retry_in_ms": "\(delay.nanoseconds / 1_000_000)",
+                ])
+                do {
+                    try await cancelWhenGracefulShutdown {
+                        try await Task.sleep(nanoseconds: UInt64(delay.nanoseconds))
+                    }
+                } catch {
+                    return nil
+                }
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,127 @@
+import TOMLKit
+
+/// Reads typed values from a parsed `bridge.toml`, with `WARREN_<SECTION>_<KEY>`
+/// environment overrides, and remembers which keys were read so unknown ones
+/// (typos) can be reported instead of silently ignored.
+struct ConfigSource {
+    let table: TOMLTable
+    let text: String
+    let environment: [String: String]
+    private(set) var consumed: Set<String> = []
+
+    init(text: String, environment: [String: String]) throws(ConfigError) {
+        do {
+            self.table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigError(key: "(file)", line: error.source.begin.line, reason: error.description)
+        } catch {
+            throw ConfigError(key: "(file)", reason: "\(error)")
+        }
+        self.text = text
+        self.environment = environment
+    }
+
+    static func envName(_ section: String, _ key: String) -> String {
+        "WARREN_\(section.uppercased())_\(key.uppercased())"
+    }
+
+    /// The 1-based line where `key` is set inside `[section]`, found in the text.
+    func line(of section: String, _ key: String) -> Int? {
+        var inSection = false
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("[") {
+                inSection = line == "[\(section)]"
+                continue
+            }
+            if inSection, line.hasPrefix(key), line.dropFirst(key.count).trimmingCharacters(in: .whitespaces).hasPrefix("=") {
+                return index + 1
+            }
+        }
+        return nil
+    }
+
+    /// An error about a value already read: named after the variable if the environment set it.
+    func error(_ section: String, _ key: String, _ reason: String) -> ConfigError {
+        error(section, key, fromEnv: environment[Self.envName(section, key)] != nil, reason)
+    }
+
+    private func error(_ section: String, _ key: String, fromEnv: Bool, _ reason: String) -> ConfigError {
+        fromEnv ? ConfigError(key: Self.envName(section, key), reason: reason)
+            : ConfigError(key: "\(section).\(key)", line: line(of: section, key), reason: reason)
+    }
+
+    mutating func string(_ section: String, _ key: String, default value: String) throws(ConfigError) -> String {
+        consumed.insert("\(section).\(key)")
+        if let env = environment[Self.envName(section, key)] { return env }
+        guard let raw = table[section]?.table?[key] else { return value }
+        guard let s = raw.string else { throw error(section, key, fromEnv: false, "must be a string") }
+        return s
+    }
+
+    mutating func int(_ section: String, _ key: String, default value: Int, range: ClosedRange<Int>) throws(ConfigError) -> Int {
+        consumed.insert("\(section).\(key)")
+        let result: Int
+        var fromEnv = false
+        if let env = environment[Self.envName(section, key)] {
+            fromEnv = true
+            guard let v = Int(env) else { throw error(section, key, fromEnv: true, "must be an integer") }
+            result = v
+        } else if let raw = table[section]?.table?[key] {
+            guard let v = raw.int else { throw error(section, key, fromEnv: false, "must be an integer") }
+            result = v
+        } else {
+            return value
+        }
+        guard range.contains(result) else {
+            throw error(section, key, fromEnv: fromEnv, "must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return result
+    }
+
+    mutating func bool(_ section: String, _ key: String, default value: Bool) throws(ConfigError) -> Bool {
+        consumed.insert("\(section).\(key)")
+        if let env = environment[Self.envName(section, key)] {
+            switch env.lowercased() {
+            case "true", "1", "yes": return true
+            case "false", "0", "no": return false
+            default: throw error(section, key, fromEnv: true, "must be true or false")
+            }
+        }
+        guard let raw = table[section]?.table?[key] else { return value }
+        guard let b = raw.bool else { throw error(section, key, fromEnv: false, "must be true or false") }
+        return b
+    }
+
+    /// Every key in the file that no reader asked for: almost always a typo.
+    func unknownKeys(knownSections: Set<String>) -> [ConfigError] {
+        var errors: [ConfigError] = []
+        for section in table.keys.sorted() {
+            guard knownSections.contains(section) else {
+                errors.append(ConfigError(key: section, reason: "unknown section"))
+                continue
+            }
+            guard let t = table[section]?.table else { continue }
+            for key in t.keys.sorted() where !consumed.contains("\(section).\(key)") {
+                errors.append(ConfigError(key: "\(section).\(key)", line: line(of: section, key), reason: "unknown key"))
+            }
+        }
+        return errors
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: CharacterSetLike) -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" || f == "\r" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" || l == "\r" { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in set: CharacterSetLike) -> String { String(self).trimmingCharacters(in: set) }
+}
+
+/// Only whitespace trimming is needed; avoids pulling Foundation into the core for it.
+enum CharacterSetLike { case whitespaces }

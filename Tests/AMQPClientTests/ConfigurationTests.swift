@@ -1,0 +1,79 @@
+@testable import AMQPClient
+import NIOCore
+import Testing
+
+@Suite struct URLTests {
+    @Test func fullURL() throws {
+        let c = try AMQPConfiguration(url: "amqp://us%40er:p%3Ass@broker.example:5673/my%2fvhost?heartbeat=5&connection_timeout=2500")
+        #expect(c.username == "us@er" && c.password == "p:ss")
+        #expect(c.host == "broker.example" && c.port == 5673)
+        #expect(c.vhost == "my/vhost")
+        #expect(c.heartbeat == 5)
+        #expect(c.connectTimeout == .milliseconds(2500))
+        #expect(!c.tls)
+    }
+
+    @Test(arguments: [("amqp://localhost", "/"), ("amqp://localhost/", "/"), ("amqp://localhost/%2f", "/"), ("amqp://h/dev", "dev")])
+    func vhosts(url: String, vhost: String) throws {
+        #expect(try AMQPConfiguration(url: url).vhost == vhost)
+    }
+
+    @Test func defaultsAndTLS() throws {
+        #expect(try AMQPConfiguration(url: "amqp://").host == "127.0.0.1", "amqp:// alone means every default")
+        let c = try AMQPConfiguration(url: "amqps://h")
+        #expect(c.tls && c.port == 5671 && c.username == "guest")
+        let v6 = try AMQPConfiguration(url: "amqp://[::1]:5672")
+        #expect(v6.host == "::1")
+        #expect(c.redactedDescription == "amqps://guest:***@h:5671")
+    }
+
+    @Test(arguments: ["http://h", "amqp://h:0", "amqp://h:99999", "amqp://h:x", "amqp://u:%zz@h", "amqp://h?heartbeat=-1",
+                      "amqp://[::1", "amqp://h?frame_max=100", "amqp://h o"])
+    func invalid(url: String) {
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(url: url) }
+    }
+}
+
+@Suite struct RecoveryPolicyTests {
+    @Test func backoffIsCappedAndJittered() {
+        let p = RecoveryPolicy(initialDelay: .milliseconds(100), maxDelay: .seconds(5), multiplier: 2)
+        var rng = SystemRandomNumberGenerator()
+        for attempt in 0..<40 {
+            let cap = min(5_000_000_000.0, 100_000_000.0 * Double(1 << min(attempt, 30)))
+            for _ in 0..<20 {
+                let d = Double(p.delay(attempt: attempt, using: &rng).nanoseconds)
+                #expect(d >= cap / 2 - 1 && d <= cap + 1)
+            }
+        }
+        let samples = Set((0..<50).map { _ in p.delay(attempt: 3).nanoseconds })
+        #expect(samples.count > 1, "jitter spreads the retries")
+    }
+}
+
+@Suite struct RecordedTopologyTests {
+    final class NullSink: AMQPDeliverySink {
+        func deliver(_ message: AMQPMessage) {}
+        func finish(_ error: AMQPError?) {}
+    }
+
+    @Test func serverNamedQueueRenameFollowsBindingsAndConsumers() {
+        var t = RecordedTopology()
+        t.recordExchange(ExchangeDeclare(exchange: "chat"))
+        t.recordExchange(ExchangeDeclare(exchange: "other", passive: true))
+        t.recordQueue(QueueDeclare(queue: "", exclusive: true), name: "amq.gen-1")
+        t.recordBinding(queue: "amq.gen-1", exchange: "chat", routingKey: "#.a.#", arguments: [:])
+        t.recordBinding(queue: "amq.gen-1", exchange: "chat", routingKey: "#.a.#", arguments: [:])
+        t.recordConsumer(.init(channel: 1, consume: BasicConsume(queue: "amq.gen-1", consumerTag: "c"), sink: NullSink()))
+        #expect(t.orderedExchanges.map(\.declare.exchange) == ["chat"], "passive declares are not recorded")
+        #expect(t.bindings.count == 1)
+        #expect(t.orderedQueues.first?.serverNamed == true)
+        t.renameQueue("amq.gen-1", to: "amq.gen-2")
+        #expect(t.orderedQueues.map(\.name) == ["amq.gen-2"])
+        #expect(t.bindings.first?.queue == "amq.gen-2")
+        #expect(t.orderedConsumers.first?.consume.queue == "amq.gen-2")
+        t.deleteQueue("amq.gen-2")
+        #expect(t.bindings.isEmpty)
+        #expect(t.deleteConsumers(onChannel: 1).count == 1)
+        #expect(t.orderedConsumers.isEmpty)
+    }
+}
