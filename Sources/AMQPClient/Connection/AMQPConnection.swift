@@ -393,9 +393,13 @@ public final class AMQPConnection: Sendable {
         }
     }
 
+    /// Whether a failure during restore aborts the whole attempt (retried after backoff)
+    /// rather than skipping one entity. 405 RESOURCE_LOCKED is transient: the broker has
+    /// not yet noticed that our previous connection, which owns an exclusive queue, is dead.
     static func isLinkFailure(_ error: AMQPError) -> Bool {
         switch error {
-        case .channelClosed, .channelNotOpen, .invalidArgument: return false
+        case .channelClosed(let reason): return reason.replyCode == ReplyCode.resourceLocked
+        case .channelNotOpen, .invalidArgument: return false
         default: return true
         }
     }

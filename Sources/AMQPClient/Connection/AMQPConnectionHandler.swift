@@ -287,7 +287,7 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
 
     private func startHeartbeats(_ params: NegotiatedParameters, context: ChannelHandlerContext) {
         guard params.heartbeat > 0 else { return }
-        let tick = TimeAmount.milliseconds(max(100, Int64(params.heartbeat) * 250))
+        let tick = TimeAmount.milliseconds(max(50, Int64(params.heartbeat) * 125))
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         heartbeatTask = context.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in
             let (handler, context) = loopBound.value
