@@ -87,6 +87,7 @@ let package = Package(
             dependencies: [
                 "WarrenCore",
                 "AMQPClient",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ]

@@ -84,3 +84,37 @@ func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () asy
         return result
     }
 }
+
+/// Collects values produced by another task and lets a test await a condition on them
+/// (woken by each new value, not by polling), failing after a timeout.
+actor Collector<Value: Sendable> {
+    private(set) var values: [Value] = []
+    private var waiters: [(id: Int, predicate: @Sendable ([Value]) -> Bool, continuation: CheckedContinuation<Void, Error>)] = []
+    private var nextID = 0
+
+    func append(_ value: Value) {
+        values.append(value)
+        let ready = waiters.filter { $0.predicate(values) }
+        waiters.removeAll { w in ready.contains { $0.id == w.id } }
+        ready.forEach { $0.continuation.resume() }
+    }
+
+    func wait(_ timeout: Duration = .seconds(20), until predicate: @escaping @Sendable ([Value]) -> Bool) async throws {
+        if predicate(values) { return }
+        let id = nextID
+        nextID += 1
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            self.expire(id)
+        }
+        defer { timer.cancel() }
+        try await withCheckedThrowingContinuation { continuation in
+            waiters.append((id, predicate, continuation))
+        }
+    }
+
+    private func expire(_ id: Int) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: index).continuation.resume(throwing: TimedOut())
+    }
+}

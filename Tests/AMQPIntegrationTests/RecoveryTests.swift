@@ -21,16 +21,16 @@ struct RecoveryTests {
         try await channel.basicQos(prefetchCount: 10)
         try await channel.confirmSelect()
         let consumer = try await channel.consume(queue: queue)
-        let received = NIOLockedValueBox<[String]>([])
+        let received = Collector<String>()
         let reader = Task {
             for try await m in consumer {
-                received.withLockedValue { $0.append(String(buffer: m.body)) }
+                await received.append(String(buffer: m.body))
                 channel.ack(m.deliveryTag)
             }
         }
 
         try await channel.publish("before", exchange: exchange, routingKey: "alice.bob")
-        try await waitUntil { received.withLockedValue { $0.contains("before") } }
+        try await received.wait { $0.contains("before") }
 
         // A publish in flight at the drop: it must end as confirmed or failed, never hang or lie.
         let inFlight = Task { () -> Result<Void, Error> in
@@ -48,10 +48,10 @@ struct RecoveryTests {
         #expect(connection.state == .connected)
 
         try await channel.publish("after", exchange: exchange, routingKey: "alice.bob")
-        try await waitUntil { received.withLockedValue { $0.contains("after") } }
+        try await received.wait { $0.contains("after") }
         if case .success = inFlightOutcome {
             // Confirmed before the drop: it must have been delivered (before or after recovery).
-            try await waitUntil { received.withLockedValue { $0.contains("in-flight") } }
+            try await received.wait { $0.contains("in-flight") }
         }
         reader.cancel()
         try await channel.queueDelete(queue)
@@ -124,11 +124,3 @@ struct RecoveryTests {
     }
 }
 
-/// Polls a condition that another task makes true; fails after `timeout`.
-func waitUntil(_ timeout: Duration = .seconds(20), _ condition: @escaping @Sendable () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw TimedOut() }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}

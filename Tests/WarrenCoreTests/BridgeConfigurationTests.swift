@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+@testable import WarrenCore
+
+@Suite struct BridgeConfigurationTests {
+    static var shipped: String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return try! String(contentsOf: root.appendingPathComponent("bridge.toml"), encoding: .utf8)
+    }
+
+    @Test func shippedFileParsesToTheDefaults() throws {
+        let c = try BridgeConfiguration.parse(Self.shipped)
+        #expect(c.amqp.exchange == "chat")
+        #expect(c.amqp.client.host == "127.0.0.1" && c.amqp.client.vhost == "/")
+        #expect(c.amqp.client.heartbeat == 30)
+        #expect(c.http.listen == "127.0.0.1:8080")
+        #expect(c.log.level == .info)
+    }
+
+    @Test func emptyFileIsValid() throws {
+        let c = try BridgeConfiguration.parse("")
+        #expect(c.amqp.url.hasPrefix("amqp://"))
+    }
+
+    @Test func environmentOverridesTheFile() throws {
+        let c = try BridgeConfiguration.parse(Self.shipped, environment: [
+            "WARREN_AMQP_URL": "amqp://u:p@broker:5673/v",
+            "WARREN_AMQP_HEARTBEAT": "5",
+            "WARREN_HTTP_LISTEN": "[::1]:9000",
+        ])
+        #expect(c.amqp.client.host == "broker" && c.amqp.client.port == 5673 && c.amqp.client.vhost == "v")
+        #expect(c.amqp.client.heartbeat == 5)
+        #expect(HostAndPort(c.http.listen) == HostAndPort("[::1]:9000"))
+    }
+
+    @Test func errorsNameKeyLineAndReason() {
+        let text = """
+        [amqp]
+        exchange = "chat"
+        heartbeat = "often"
+        """
+        #expect(throws: ConfigError(key: "amqp.heartbeat", line: 3, reason: "must be an integer")) {
+            try BridgeConfiguration.parse(text)
+        }
+        #expect(throws: ConfigError(key: "amqp.prefetch", line: 2, reason: "must be between 1 and 65535")) {
+            try BridgeConfiguration.parse("[amqp]\nprefetch = 0\n")
+        }
+        #expect(throws: ConfigError(key: "amqp.exchnage", line: 2, reason: "unknown key")) {
+            try BridgeConfiguration.parse("[amqp]\nexchnage = \"chat\"\n")
+        }
+        #expect(throws: ConfigError(key: "WARREN_AMQP_HEARTBEAT", reason: "must be an integer")) {
+            try BridgeConfiguration.parse("", environment: ["WARREN_AMQP_HEARTBEAT": "x"])
+        }
+    }
+
+    @Test func badURLAndSyntaxErrors() {
+        do {
+            _ = try BridgeConfiguration.parse("[amqp]\nurl = \"http://x\"\n")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.key == "amqp.url" && error.line == 2)
+        }
+        do {
+            _ = try BridgeConfiguration.parse("[amqp\nurl = 1\n")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.line == 1)
+        }
+        #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[http]\nlisten = \"nowhere\"\n") }
+        #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[log]\nlevel = \"loud\"\n") }
+        #expect(throws: ConfigError(key: "bogus", reason: "unknown section")) { try BridgeConfiguration.parse("[bogus]\na = 1\n") }
+    }
+}

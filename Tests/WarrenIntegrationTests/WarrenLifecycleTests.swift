@@ -1,0 +1,73 @@
+import AMQPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+@Suite("warren executable", .serialized)
+struct WarrenLifecycleTests {
+    static let brokerURL = ProcessInfo.processInfo.environment["WARREN_TEST_AMQP_URL"] ?? "amqp://guest:guest@127.0.0.1:5672/%2f"
+
+    /// Starts with the shipped bridge.toml, declares the exchange, answers /readyz, exits cleanly on SIGTERM.
+    @Test func servesWithShippedConfigAndExitsOnSIGTERM() async throws {
+        let exchange = "test.warren.\(UUID().uuidString.prefix(8).lowercased())"
+        let port = WarrenProcess.freePort()
+        let warren = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: [
+            "WARREN_AMQP_EXCHANGE": exchange,
+            "WARREN_AMQP_URL": Self.brokerURL,
+            "WARREN_HTTP_LISTEN": "127.0.0.1:\(port)",
+        ])
+        defer { warren.terminate() }
+        let ready = await warren.waitForLog("warren is ready")
+        #expect(ready, "log so far:\n\(warren.log)")
+
+        // The exchange exists: a passive declare succeeds.
+        let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: Self.brokerURL))
+        let channel = try await connection.openChannel()
+        try await channel.exchangeDeclare(exchange, type: "topic", passive: true)
+
+        let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/readyz")!)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+
+        kill(warren.process.processIdentifier, SIGTERM)
+        let status = await warren.waitForExit()
+        #expect(status == 0, "log:\n\(warren.log)")
+        print("warren log:\n\(warren.log)")
+        #expect(warren.log.contains("warren stopped"))
+        try await channel.exchangeDelete(exchange)
+        await connection.close()
+    }
+
+    /// An unreachable broker is one clear log line per attempt and retries, not a crash.
+    @Test func unreachableBrokerIsRetried() async throws {
+        let warren = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: [
+            "WARREN_AMQP_URL": "amqp://guest:guest@127.0.0.1:1/%2f",
+            "WARREN_AMQP_RECONNECT_MAX_MS": "200",
+            "WARREN_HTTP_LISTEN": "127.0.0.1:\(WarrenProcess.freePort())",
+        ])
+        defer { warren.terminate() }
+        let retried = await warren.waitForLog("cannot reach the broker; retrying", times: 3)
+        #expect(retried, "log so far:\n\(warren.log)")
+        #expect(warren.process.isRunning)
+        kill(warren.process.processIdentifier, SIGTERM)
+        let status = await warren.waitForExit()
+        #expect(status == 0, "log:\n\(warren.log)")
+        #expect(!warren.log.contains("Fatal error"))
+    }
+
+    /// A malformed URL is a configuration error naming the key: Warren stops at start.
+    @Test func malformedURLIsAClearConfigError() async throws {
+        let warren = try WarrenProcess(["check", "--config", "bridge.toml"], environment: ["WARREN_AMQP_URL": "rabbit://nowhere"])
+        let status = await warren.waitForExit()
+        #expect(status != nil && status != 0)
+        #expect(warren.log.contains("WARREN_AMQP_URL"))
+        #expect(warren.log.contains("scheme must be amqp://"))
+    }
+
+    @Test func checkAcceptsTheShippedConfig() async throws {
+        let warren = try WarrenProcess(["check", "--config", "bridge.toml"])
+        #expect(await warren.waitForExit() == 0, "log:\n\(warren.log)")
+        #expect(warren.log.contains("configuration OK"))
+    }
+}

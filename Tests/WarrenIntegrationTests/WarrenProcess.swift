@@ -1,0 +1,99 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Runs the built `warren` executable as a child process and watches its log.
+final class WarrenProcess: @unchecked Sendable {
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["WARREN_BINARY"] { return URL(fileURLWithPath: path) }
+        // The test bundle sits in the same products directory as the executable.
+        let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidate = products.appendingPathComponent("warren")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        return packageRoot.appendingPathComponent(".build/debug/warren")
+    }
+
+    let process = Process()
+    private let output = NIOLockedValueBox<(text: String, waiters: [(String, Int, CheckedContinuation<Void, Never>)])>(("", []))
+
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = Self.packageRoot
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [output] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { return }
+            let ready = output.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+                state.text += String(decoding: data, as: UTF8.self)
+                let text = state.text
+                let done = state.waiters.filter { Self.count(of: $0.0, in: text) >= $0.1 }
+                state.waiters.removeAll { w in Self.count(of: w.0, in: text) >= w.1 }
+                return done.map(\.2)
+            }
+            ready.forEach { $0.resume() }
+        }
+        try process.run()
+    }
+
+    var log: String { output.withLockedValue { $0.text } }
+
+    static func count(of needle: String, in text: String) -> Int {
+        text.components(separatedBy: needle).count - 1
+    }
+
+    /// Waits until `needle` has appeared `times` times in the log; false on timeout.
+    func waitForLog(_ needle: String, times: Int = 1, timeout: Duration = .seconds(60)) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let already = self.output.withLockedValue { state -> Bool in
+                        if Self.count(of: needle, in: state.text) >= times { return true }
+                        state.waiters.append((needle, times, c))
+                        return false
+                    }
+                    if already { c.resume() }
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next()!
+            if !first {
+                // Release the log waiter so the group can finish.
+                let pending = self.output.withLockedValue { s in
+                    let w = s.waiters.map(\.2)
+                    s.waiters.removeAll()
+                    return w
+                }
+                pending.forEach { $0.resume() }
+            }
+            group.cancelAll()
+            return first
+        }
+    }
+
+    func terminate() { if process.isRunning { process.terminate() } }
+
+    /// Waits for exit without blocking a thread of the cooperative pool for long; nil on timeout.
+    func waitForExit(timeout: Duration = .seconds(20)) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return process.terminationStatus
+    }
+
+    static func freePort() -> Int { Int.random(in: 20_000...40_000) }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs Warren's whole test suite: unit tests and broker-backed tests against a
+# local RabbitMQ, which this script installs and starts first when none answers.
+# Extra arguments go to `swift test` (e.g. --filter AMQPClientTests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/rabbitmq.sh start
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# Serial: some integration tests close every broker connection on purpose.
+status=0
+swift test --no-parallel "$@" 2>&1 | tee "$log" || status=$?
+# One plain summary line from Swift Testing's own closing line.
+total=$(grep -oE 'Test run with [0-9]+ tests?' "$log" | tail -1 | grep -oE '[0-9]+' || true)
+failed=$(grep -cE '^✘ Test .* failed after' "$log" || true)
+if [ -n "$total" ]; then
+    echo "tests: $((total - failed)) passed, $failed failed"
+fi
+exit "$status"
