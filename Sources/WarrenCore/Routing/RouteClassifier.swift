@@ -1,0 +1,25 @@
+/// Names the metrics label ("route class") of a routing key: the first `[[route]]`
+/// class whose pattern matches, else `other`. Labels never carry raw keys.
+public struct RouteClassifier: Sendable {
+    public struct RouteClass: Sendable, Equatable {
+        public var name: String
+        public var pattern: TopicPattern
+        public init(name: String, pattern: TopicPattern) {
+            self.name = name
+            self.pattern = pattern
+        }
+    }
+
+    public static let other = "other"
+    public let classes: [RouteClass]
+
+    public init(_ classes: [RouteClass]) { self.classes = classes }
+
+    /// Every label value this classifier can produce (a bounded set, for metrics).
+    public var labels: [String] { classes.map(\.name) + [Self.other] }
+
+    public func classify(_ key: RouteKey) -> String {
+        for c in classes where c.pattern.matches(key) { return c.name }
+        return Self.other
+    }
+}
