@@ -1,0 +1,90 @@
+import AMQPClient
+import NIOCore
+
+/// The envelope on the AMQP side (DESIGN §2): how Warren publishes one, and how a
+/// message found on the exchange — Warren's own or a plain AMQP client's — becomes one.
+public enum EnvelopeAMQPMapping {
+    public static let appID = "warren"
+
+    /// Properties for publishing `envelope`: JSON, ids, Warren's app id, `from` / `via` /
+    /// `cid` headers; persistent unless transient (then non-persistent with TTL 0).
+    public static func properties(for envelope: Envelope) -> BasicProperties {
+        var headers: FieldTable = ["from": .string(envelope.from), "via": .string(envelope.via.rawValue)]
+        if let cid = envelope.cid { headers["cid"] = .string(cid) }
+        return BasicProperties(
+            contentType: "application/json",
+            headers: headers,
+            deliveryMode: envelope.transient ? 1 : 2,
+            expiration: envelope.transient ? "0" : nil,
+            messageID: envelope.id,
+            timestamp: UInt64(max(0, envelope.ts / 1000)),
+            type: envelope.type,
+            appID: appID)
+    }
+
+    /// What a delivery from the broker becomes.
+    public enum Incoming: Sendable {
+        /// Warren's own publish: the body bytes are the envelope, to be passed through untouched.
+        case passthrough(ByteBuffer)
+        /// Anything else, translated into an envelope (to be encoded once).
+        case translated(Envelope)
+    }
+
+    /// Translates a delivery. `newID` and `nowMilliseconds` fill in what the message lacks.
+    public static func incoming(body: ByteBuffer, properties: BasicProperties, routingKey: String,
+                                nowMilliseconds: Int64, newID: () -> String) -> Incoming {
+        if properties.appID == appID { return .passthrough(body) }
+        let bytes = body.readableBytesView
+        let fallbackFrom = properties.headers?["from"]?.stringValue ?? properties.appID ?? "amqp"
+        let propertyID = properties.messageID.flatMap(UUIDv7Generator.canonical)
+        let propertyTS = properties.timestamp.map { Int64(clamping: $0) &* 1000 }
+
+        // A body that is itself an envelope keeps its fields.
+        if bytes.first == UInt8(ascii: "{"), let json = try? JSONParser.parse(bytes), json["v"]?.intValue == 1,
+           let body = json["body"] {
+            let type = json["type"]?.stringValue ?? properties.type ?? "text"
+            return .translated(Envelope(
+                id: json["id"]?.stringValue.flatMap(UUIDv7Generator.canonical) ?? propertyID ?? newID(),
+                route: routingKey,
+                type: Envelope.isValidType(type) ? type : "raw",
+                from: json["from"]?.stringValue ?? fallbackFrom,
+                via: .amqp,
+                ts: json["ts"]?.intValue ?? propertyTS ?? nowMilliseconds,
+                body: body,
+                cid: json["cid"]?.stringValue.flatMap { Envelope.isValidCID($0) ? $0 : nil },
+                transient: json["transient"]?.boolValue ?? false,
+                headers: (try? Envelope.parseHeaders(json["headers"])) ?? []))
+        }
+
+        let type = properties.type.flatMap { Envelope.isValidType($0) ? $0 : nil } ?? "raw"
+        return .translated(Envelope(id: propertyID ?? newID(), route: routingKey, type: type, from: fallbackFrom, via: .amqp,
+                                    ts: propertyTS ?? nowMilliseconds, body: wrapBody(bytes, contentType: properties.contentType)))
+    }
+
+    /// JSON if the content type says JSON and it parses; else the UTF-8 text; else `{"base64": …}`.
+    static func wrapBody(_ bytes: ByteBufferView, contentType: String?) -> JSONValue {
+        if let contentType, contentType.lowercased().hasPrefix("application/json") || contentType.lowercased().hasSuffix("+json"),
+           let json = try? JSONParser.parse(bytes) {
+            return json
+        }
+        if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+        return .object([(key: "base64", value: .string(base64(bytes)))])
+    }
+
+    static func base64(_ bytes: some Collection<UInt8>) -> String {
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var it = bytes.makeIterator()
+        while let a = it.next() {
+            let b = it.next()
+            let c = it.next()
+            let n = UInt32(a) << 16 | UInt32(b ?? 0) << 8 | UInt32(c ?? 0)
+            out.append(table[Int(n >> 18 & 63)])
+            out.append(table[Int(n >> 12 & 63)])
+            out.append(b == nil ? UInt8(ascii: "=") : table[Int(n >> 6 & 63)])
+            out.append(c == nil ? UInt8(ascii: "=") : table[Int(n & 63)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
