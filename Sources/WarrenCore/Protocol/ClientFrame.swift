@@ -1,0 +1,133 @@
+/// A subscription's delivery guarantee (DESIGN §3).
+public enum SubscriptionMode: String, Sendable, Hashable, CaseIterable {
+    /// At most once, from the node's live queue; nothing kept while away.
+    case live
+    /// At least once, from the user's durable per-device inbox queue.
+    case inbox
+}
+
+/// What a client asks to publish, before Warren stamps it.
+public struct PublishRequest: Sendable, Equatable {
+    public var routes: [RouteKey]
+    /// True when the client used `routes` (the answer then carries `ids`).
+    public var multicast: Bool
+    public var type: String
+    public var body: JSONValue
+    public var cid: String?
+    public var transient: Bool
+    public var headers: [(key: String, value: String)]
+
+    public static func == (a: PublishRequest, b: PublishRequest) -> Bool {
+        a.routes == b.routes && a.multicast == b.multicast && a.type == b.type && a.body == b.body && a.cid == b.cid
+            && a.transient == b.transient && a.headers.count == b.headers.count && zip(a.headers, b.headers).allSatisfy { $0 == $1 }
+    }
+
+    /// Reads `route` / `routes`, `type`, `body`, `cid`, `transient`, `headers` from a JSON object.
+    /// `id`, `ts`, `from`, `via`, `v` and unknown fields are ignored: Warren stamps those itself.
+    public static func parse(_ json: JSONValue, maxRoutes: Int = 16) throws(ProtocolError) -> PublishRequest {
+        let cid = try optionalString(json, "cid")
+        guard cid.map(Envelope.isValidCID) ?? true else { throw ProtocolError(.badFrame, "cid must be 1-64 bytes", ref: nil) }
+        let ref = cid
+        var routes: [RouteKey] = []
+        var multicast = false
+        if let list = json["routes"] {
+            guard case .array(let items) = list, !items.isEmpty, items.count <= maxRoutes else {
+                throw ProtocolError(.badFrame, "routes must be a list of 1-\(maxRoutes) routes", ref: ref)
+            }
+            multicast = true
+            for item in items {
+                guard case .string(let s) = item else { throw ProtocolError(.badFrame, "routes must be strings", ref: ref) }
+                do { routes.append(try RouteKey(s)) } catch { throw ProtocolError(.badRoute, error.description, ref: ref) }
+            }
+        } else if let single = json["route"] {
+            guard case .string(let s) = single else { throw ProtocolError(.badFrame, "route must be a string", ref: ref) }
+            do { routes.append(try RouteKey(s)) } catch { throw ProtocolError(.badRoute, error.description, ref: ref) }
+        } else {
+            throw ProtocolError(.badFrame, "pub needs route or routes", ref: ref)
+        }
+        let type = try optionalString(json, "type", ref: ref) ?? "text"
+        guard Envelope.isValidType(type) else { throw ProtocolError(.badFrame, "type must be 1-64 bytes of [A-Za-z0-9_:-]", ref: ref) }
+        var transient = false
+        if let t = json["transient"], t != .null {
+            guard case .bool(let b) = t else { throw ProtocolError(.badFrame, "transient must be true or false", ref: ref) }
+            transient = b
+        }
+        let headers: [(key: String, value: String)]
+        do { headers = try Envelope.parseHeaders(json["headers"]) } catch {
+            throw ProtocolError(.badFrame, error.description, ref: ref)
+        }
+        return PublishRequest(routes: routes, multicast: multicast, type: type, body: json["body"] ?? .null, cid: cid,
+                              transient: transient, headers: headers)
+    }
+}
+
+/// A frame from a WebSocket client (DESIGN §4).
+public enum ClientFrame: Sendable, Equatable {
+    case sub(id: String, pattern: TopicPattern, mode: SubscriptionMode)
+    case unsub(id: String)
+    case pub(PublishRequest)
+    case ack(ids: [String])
+    case ping
+
+    /// Parses one text frame. Errors carry the code and the `ref` of DESIGN §4.
+    public static func parse(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> ClientFrame {
+        let json: JSONValue
+        do { json = try JSONParser.parse(bytes) } catch {
+            throw ProtocolError(.badFrame, "not JSON: \(error)", ref: nil)
+        }
+        guard case .object = json else { throw ProtocolError(.badFrame, "a frame is a JSON object", ref: nil) }
+        guard let op = json["op"]?.stringValue else { throw ProtocolError(.badFrame, "missing op", ref: nil) }
+        switch op {
+        case "sub":
+            let id = try requiredID(json, "id")
+            guard let patternText = json["pattern"]?.stringValue else {
+                throw ProtocolError(.badFrame, "sub needs a pattern", ref: id)
+            }
+            let pattern: TopicPattern
+            do { pattern = try TopicPattern(patternText) } catch { throw ProtocolError(.badRoute, error.description, ref: id) }
+            var mode = SubscriptionMode.live
+            if let m = json["mode"], m != .null {
+                guard let s = m.stringValue, let parsed = SubscriptionMode(rawValue: s) else {
+                    throw ProtocolError(.badFrame, "mode must be live or inbox", ref: id)
+                }
+                mode = parsed
+            }
+            return .sub(id: id, pattern: pattern, mode: mode)
+        case "unsub":
+            return .unsub(id: try requiredID(json, "id"))
+        case "pub":
+            return .pub(try PublishRequest.parse(json))
+        case "ack":
+            if let list = json["ids"] {
+                guard case .array(let items) = list, !items.isEmpty, items.count <= 1000 else {
+                    throw ProtocolError(.badFrame, "ids must be a list of 1-1000 ids", ref: nil)
+                }
+                var ids: [String] = []
+                for item in items {
+                    guard let s = item.stringValue, s.utf8.count <= 64 else { throw ProtocolError(.badFrame, "ids must be strings", ref: nil) }
+                    ids.append(s)
+                }
+                return .ack(ids: ids)
+            }
+            return .ack(ids: [try requiredID(json, "id")])
+        case "ping":
+            return .ping
+        default:
+            throw ProtocolError(.badFrame, "unknown op '\(op.prefix(32))'", ref: nil)
+        }
+    }
+
+    static func requiredID(_ json: JSONValue, _ key: String) throws(ProtocolError) -> String {
+        guard let v = json[key] else { throw ProtocolError(.badFrame, "missing \(key)", ref: nil) }
+        guard let s = v.stringValue, !s.isEmpty, s.utf8.count <= 64 else {
+            throw ProtocolError(.badFrame, "\(key) must be a string of 1-64 bytes", ref: nil)
+        }
+        return s
+    }
+}
+
+func optionalString(_ json: JSONValue, _ key: String, ref: String? = nil) throws(ProtocolError) -> String? {
+    guard let v = json[key], v != .null else { return nil }
+    guard let s = v.stringValue else { throw ProtocolError(.badFrame, "\(key) must be a string", ref: ref) }
+    return s
+}
