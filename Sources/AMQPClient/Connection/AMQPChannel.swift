@@ -105,7 +105,8 @@ public final class AMQPChannel: Sendable {
 
     /// Publishes a message. In confirm mode this returns once the broker acked it and throws
     /// ``AMQPError/publishNacked`` on a nack, or a connection error if the link dropped first;
-    /// a publish is never reported as done when it is not.
+    /// a publish is never reported as done when it is not. Cancelling the calling task stops
+    /// the wait with `CancellationError` (the outcome is then unknown to the caller).
     public func publish(_ body: ByteBuffer, exchange: String, routingKey: String, mandatory: Bool = false,
                         properties: BasicProperties = BasicProperties()) async throws {
         if let error = closeReason { throw error }
@@ -115,7 +116,12 @@ public final class AMQPChannel: Sendable {
         let publish = BasicPublish(exchange: exchange, routingKey: routingKey, mandatory: mandatory)
         link.channel.writeAndFlush(AMQPCommand.publish(channel: id, publish, properties, body, promise))
             .whenFailure { _ in promise.fail(AMQPError.notConnected) }
-        try await promise.futureResult.get()
+        // A cancelled caller stops waiting (the confirm may still come; it is then ignored).
+        try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            promise.fail(CancellationError())
+        }
     }
 
     /// The same as ``publish(_:exchange:routingKey:mandatory:properties:)`` for a string body.

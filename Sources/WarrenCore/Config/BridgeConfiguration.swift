@@ -27,9 +27,37 @@ public struct BridgeConfiguration: Sendable {
         public var level: Logger.Level = .info
     }
 
+    public enum AuthMode: String, Sendable {
+        /// Development only: the user is `?user=`.
+        case none
+        /// HS256 JWTs; the user is the `sub` claim.
+        case token
+    }
+
+    public struct Auth: Sendable {
+        public var mode: AuthMode = .none
+        /// HS256 secret (at least 32 bytes) for token mode and `warren token`.
+        public var secret: String = ""
+    }
+
+    public struct WebSocket: Sendable {
+        /// Seconds between server pings.
+        public var pingInterval: Int = 25
+        /// Seconds without a pong before the socket is closed.
+        public var idleTimeout: Int = 60
+    }
+
     public var amqp = AMQP()
     public var http = HTTP()
     public var log = Log()
+    public var auth = Auth()
+    public var acl = AccessPolicy.standard
+    public var routes: [RouteClassifier.RouteClass] = []
+    public var websocket = WebSocket()
+    public var inbox = InboxSettings()
+    public var limits = BridgeLimits()
+    /// Serve the demo page at `/`.
+    public var demo = true
     /// This process's name among Warren nodes (used in its live queue's name).
     public var nodeID: String = ""
 
@@ -75,8 +103,66 @@ public struct BridgeConfiguration: Sendable {
         config.log.level = parsed
 
         config.nodeID = try source.string("node", "id", default: "")
+        guard config.nodeID.isEmpty || RouteKey.isValidWord(config.nodeID) else {
+            throw source.error("node", "id", "must be a word of [A-Za-z0-9_-]")
+        }
+        config.demo = try source.bool("http", "demo", default: config.demo)
 
-        if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node"]).first { throw unknown }
+        let mode = try source.string("auth", "mode", default: config.auth.mode.rawValue)
+        guard let authMode = AuthMode(rawValue: mode) else { throw source.error("auth", "mode", "must be none or token") }
+        config.auth.mode = authMode
+        config.auth.secret = try source.string("auth", "secret", default: "")
+        if authMode == .token, config.auth.secret.utf8.count < 32 {
+            throw source.error("auth", "secret", "token mode needs an HS256 secret of at least 32 bytes")
+        }
+
+        config.acl = AccessPolicy(subscribe: try source.stringArray("acl", "subscribe", default: config.acl.subscribe),
+                                  publish: try source.stringArray("acl", "publish", default: config.acl.publish))
+        do { try config.acl.validate() } catch { throw source.error("acl", "subscribe", "invalid pattern: \(error)") }
+
+        for entry in try source.tableArray("route") {
+            guard let name = entry.values["name"], RouteKey.isValidWord(name), name != RouteClassifier.other else {
+                throw ConfigError(key: "route.name", line: entry.line, reason: "each [[route]] needs a name word (not 'other')")
+            }
+            guard let text = entry.values["pattern"], let pattern = try? TopicPattern(text) else {
+                throw ConfigError(key: "route.pattern", line: entry.line, reason: "each [[route]] needs a valid topic pattern")
+            }
+            if let unknown = entry.values.keys.first(where: { $0 != "name" && $0 != "pattern" }) {
+                throw ConfigError(key: "route.\(unknown)", line: entry.line, reason: "unknown key")
+            }
+            config.routes.append(.init(name: name, pattern: pattern))
+        }
+
+        config.websocket.pingInterval = try source.int("websocket", "ping_interval", default: config.websocket.pingInterval, range: 1...3600)
+        config.websocket.idleTimeout = try source.int("websocket", "idle_timeout", default: config.websocket.idleTimeout, range: 2...7200)
+
+        config.inbox.prefetch = try source.int("inbox", "prefetch", default: config.inbox.prefetch, range: 1...65535)
+        config.inbox.expiresMilliseconds = try source.int("inbox", "expires_ms", default: config.inbox.expiresMilliseconds,
+                                                          range: 1000...Int(Int32.max))
+        config.inbox.maxLength = try source.int("inbox", "max_length", default: config.inbox.maxLength, range: 1...100_000_000)
+        config.inbox.overflow = try source.string("inbox", "overflow", default: config.inbox.overflow)
+        guard ["drop-head", "reject-publish"].contains(config.inbox.overflow) else {
+            throw source.error("inbox", "overflow", "must be drop-head or reject-publish")
+        }
+        config.inbox.queueType = try source.string("inbox", "queue_type", default: config.inbox.queueType)
+        guard ["classic", "quorum"].contains(config.inbox.queueType) else {
+            throw source.error("inbox", "queue_type", "must be classic or quorum")
+        }
+
+        config.limits.maxMessageBytes = try source.int("limits", "max_message_bytes", default: config.limits.maxMessageBytes,
+                                                       range: 256...(16 << 20))
+        config.limits.maxFrameBytes = try source.int("limits", "max_frame_bytes", default: config.limits.maxFrameBytes,
+                                                     range: 1024...(64 << 20))
+        config.limits.maxBadFrames = try source.int("limits", "max_bad_frames", default: config.limits.maxBadFrames, range: 1...100_000)
+        config.limits.maxSubscriptions = try source.int("limits", "max_subscriptions", default: config.limits.maxSubscriptions,
+                                                        range: 1...100_000)
+        config.limits.outboundBufferBytes = try source.int("limits", "outbound_buffer_bytes", default: config.limits.outboundBufferBytes,
+                                                           range: 4096...(1 << 30))
+        config.limits.maxPendingPublishes = try source.int("limits", "max_pending_publishes", default: config.limits.maxPendingPublishes,
+                                                           range: 1...100_000)
+
+        if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
+                                                            "inbox", "limits"]).first { throw unknown }
         return config
     }
 }

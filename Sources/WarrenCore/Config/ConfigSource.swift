@@ -93,6 +93,42 @@ struct ConfigSource {
         return b
     }
 
+    /// A list of strings; the environment form is comma-separated.
+    mutating func stringArray(_ section: String, _ key: String, default value: [String]) throws(ConfigError) -> [String] {
+        consumed.insert("\(section).\(key)")
+        if let env = environment[Self.envName(section, key)] {
+            return env.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        guard let raw = table[section]?.table?[key] else { return value }
+        guard let array = raw.array else { throw error(section, key, fromEnv: false, "must be a list of strings") }
+        var result: [String] = []
+        for item in array {
+            guard let s = item.string else { throw error(section, key, fromEnv: false, "must be a list of strings") }
+            result.append(s)
+        }
+        return result
+    }
+
+    /// `[[name]]` tables: each as a dictionary of string values, with the line of its header.
+    mutating func tableArray(_ name: String) throws(ConfigError) -> [(line: Int?, values: [String: String])] {
+        guard let raw = table[name] else { return [] }
+        guard let array = raw.array else { throw ConfigError(key: name, reason: "must be written [[\(name)]]") }
+        let headerLines = text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            .filter { $0.element.trimmingCharacters(in: .whitespaces) == "[[\(name)]]" }.map { $0.offset + 1 }
+        var result: [(line: Int?, values: [String: String])] = []
+        for (index, item) in array.enumerated() {
+            let line = index < headerLines.count ? headerLines[index] : nil
+            guard let t = item.table else { throw ConfigError(key: name, line: line, reason: "must be a table") }
+            var values: [String: String] = [:]
+            for key in t.keys {
+                guard let s = t[key]?.string else { throw ConfigError(key: "\(name).\(key)", line: line, reason: "must be a string") }
+                values[key] = s
+            }
+            result.append((line, values))
+        }
+        return result
+    }
+
     /// Every key in the file that no reader asked for: almost always a typo.
     func unknownKeys(knownSections: Set<String>) -> [ConfigError] {
         var errors: [ConfigError] = []
@@ -101,7 +137,7 @@ struct ConfigSource {
                 errors.append(ConfigError(key: section, reason: "unknown section"))
                 continue
             }
-            guard let t = table[section]?.table else { continue }
+            guard let t = table[section]?.table else { continue } // [[arrays]] are checked by their reader
             for key in t.keys.sorted() where !consumed.contains("\(section).\(key)") {
                 errors.append(ConfigError(key: "\(section).\(key)", line: line(of: section, key), reason: "unknown key"))
             }

@@ -151,3 +151,7 @@ public final class TopicTrie<Subscriber: Hashable> {
         return node
     }
 }
+
+/// The trie is a plain class with no internal locking; it may cross threads only
+/// inside a lock (``LiveHub`` keeps it in a `NIOLockedValueBox`).
+extension TopicTrie: @unchecked Sendable where Subscriber: Sendable {}

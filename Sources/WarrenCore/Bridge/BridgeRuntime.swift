@@ -1,0 +1,74 @@
+import AMQPClient
+import Logging
+import NIOCore
+
+/// Per-client limits (DESIGN §4, `[limits]`).
+public struct BridgeLimits: Sendable, Equatable {
+    /// Largest encoded envelope (`too_large` above).
+    public var maxMessageBytes: Int = 65_536
+    /// Largest WebSocket frame (close 1009 above).
+    public var maxFrameBytes: Int = 1 << 20
+    /// Errors within a minute before the socket is closed with 1008.
+    public var maxBadFrames: Int = 100
+    /// Subscriptions one connection may hold.
+    public var maxSubscriptions: Int = 100
+    /// Bytes queued for one socket before it is closed with 4008 (slow consumer).
+    public var outboundBufferBytes: Int = 1 << 20
+    /// Publishes one connection may have awaiting confirms.
+    public var maxPendingPublishes: Int = 256
+
+    public init() {}
+}
+
+/// The running bridge once the broker link is up: the publisher, the live hub,
+/// inbox access and the rules every session shares.
+public final class BridgeRuntime: Sendable {
+    public let connection: AMQPConnection
+    public let publisher: Publisher
+    public let hub: LiveHub
+    public let exchange: String
+    public let limits: BridgeLimits
+    public let inbox: InboxSettings
+    public let policy: AccessPolicy
+    let logger: Logger
+
+    init(connection: AMQPConnection, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
+         inbox: InboxSettings, policy: AccessPolicy, logger: Logger) {
+        self.connection = connection
+        self.publisher = publisher
+        self.hub = hub
+        self.exchange = exchange
+        self.limits = limits
+        self.inbox = inbox
+        self.policy = policy
+        self.logger = logger
+    }
+
+    /// Sets up the publisher channel and the node's live queue on a connected link.
+    public static func start(connection: AMQPConnection, configuration: BridgeConfiguration, nodeID: String,
+                             logger: Logger) async throws -> BridgeRuntime {
+        let publishChannel = try await connection.openChannel()
+        try await publishChannel.confirmSelect()
+        let liveChannel = try await connection.openChannel()
+        let hub = LiveHub(channel: liveChannel, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange, logger: logger)
+        try await hub.start()
+        return BridgeRuntime(connection: connection,
+                             publisher: Publisher(channel: publishChannel, exchange: configuration.amqp.exchange),
+                             hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
+                             inbox: configuration.inbox, policy: configuration.acl, logger: logger)
+    }
+
+    /// Opens a user's inbox on a channel of its own.
+    func openInbox(user: String, device: String, receiver: any InboxReceiver) async throws -> InboxConsumer {
+        let channel = try await connection.openChannel()
+        let consumer = InboxConsumer(channel: channel, queue: InboxSettings.queueName(user: user, device: device),
+                                     exchange: exchange, settings: inbox, receiver: receiver)
+        do {
+            try await consumer.declare()
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+        return consumer
+    }
+}

@@ -1,0 +1,218 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One connected client, whatever carries its frames: subscriptions, publishes,
+/// acks and errors per DESIGN §4, with the user stamped by Warren and every
+/// request checked against the user's access rules.
+public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
+    public let user: String
+    public let device: String
+    public let rules: AccessRules
+    let runtime: BridgeRuntime
+    let output: any SessionOutput
+    let via: Via
+    let logger: Logger
+
+    struct Subscription: Sendable {
+        var pattern: TopicPattern
+        var mode: SubscriptionMode
+    }
+
+    struct State: Sendable {
+        var subscriptions: [String: Subscription] = [:]
+        var inbox: InboxConsumer?
+        var badFrameTimes: [Int64] = []
+        var pendingPublishes = 0
+        var closed = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    public init(runtime: BridgeRuntime, user: String, device: String, rules: AccessRules, output: any SessionOutput,
+                via: Via = .ws, logger: Logger) {
+        self.runtime = runtime
+        self.user = user
+        self.device = device
+        self.rules = rules
+        self.output = output
+        self.via = via
+        self.logger = logger
+    }
+
+    private var me: ObjectIdentifier { ObjectIdentifier(self) }
+
+    /// Handles one text frame from the client. Publishes are answered asynchronously
+    /// (pubacks may come out of order); everything else in order.
+    public func handle(_ frame: ByteBuffer) async {
+        let parsed: ClientFrame
+        do {
+            parsed = try ClientFrame.parse(frame.readableBytesView)
+        } catch {
+            fail(error)
+            return
+        }
+        switch parsed {
+        case .ping:
+            send(ServerFrame.pong)
+        case .sub(let id, let pattern, let mode):
+            await subscribe(id: id, pattern: pattern, mode: mode)
+        case .unsub(let id):
+            await unsubscribe(id: id)
+        case .pub(let request):
+            publish(request)
+        case .ack(let ids):
+            let inbox = state.withLockedValue { $0.inbox }
+            for id in ids where inbox?.ack(envelopeID: id) != true {
+                fail(ProtocolError(.notFound, "no unacknowledged inbox delivery with this id", ref: id))
+            }
+        }
+    }
+
+    /// Reports a refused frame, closing the socket (1008) after too many within a minute.
+    public func fail(_ error: ProtocolError) {
+        send(ServerFrame.error(error))
+        let now = Clock.milliseconds()
+        let tooMany = state.withLockedValue { s -> Bool in
+            s.badFrameTimes.removeAll { $0 < now - 60_000 }
+            s.badFrameTimes.append(now)
+            return s.badFrameTimes.count > runtime.limits.maxBadFrames
+        }
+        if tooMany { output.close(code: CloseCode.policy, reason: "too many bad frames") }
+    }
+
+    private func send(_ bytes: [UInt8]) {
+        if !output.send(ByteBuffer(bytes: bytes)) { output.close(code: CloseCode.slowConsumer, reason: "slow consumer") }
+    }
+
+    // MARK: subscriptions
+
+    private func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode) async {
+        let refusal: ProtocolError? = state.withLockedValue { s in
+            if s.subscriptions[id] != nil { return ProtocolError(.conflict, "subscription id already in use", ref: id) }
+            if s.subscriptions.count >= runtime.limits.maxSubscriptions {
+                return ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per connection", ref: id)
+            }
+            return nil
+        }
+        if let refusal { return fail(refusal) }
+        guard rules.canSubscribe(pattern) else {
+            return fail(ProtocolError(.forbidden, "not allowed to subscribe to \(pattern.value)", ref: id))
+        }
+        // Reserve the id while the binding is made.
+        state.withLockedValue { $0.subscriptions[id] = Subscription(pattern: pattern, mode: mode) }
+        do {
+            switch mode {
+            case .live:
+                try await runtime.hub.subscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id), receiver: self)
+            case .inbox:
+                let inbox = try await ensureInbox()
+                try await inbox.bind(pattern)
+                try await inbox.startConsuming()
+            }
+        } catch {
+            state.withLockedValue { _ = $0.subscriptions.removeValue(forKey: id) }
+            logger.warning("subscribe failed", metadata: ["error": "\(error)"])
+            return fail(ProtocolError(.unavailable, "the broker could not set up the subscription", ref: id))
+        }
+        send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode))
+    }
+
+    private func ensureInbox() async throws -> InboxConsumer {
+        if let existing = state.withLockedValue({ $0.inbox }) { return existing }
+        let inbox = try await runtime.openInbox(user: user, device: device, receiver: self)
+        let winner = state.withLockedValue { s -> InboxConsumer in
+            if let other = s.inbox { return other }
+            s.inbox = inbox
+            return inbox
+        }
+        if winner !== inbox { await inbox.close() }
+        return winner
+    }
+
+    private func unsubscribe(id: String) async {
+        guard let sub = state.withLockedValue({ $0.subscriptions.removeValue(forKey: id) }) else {
+            return fail(ProtocolError(.notFound, "no subscription with this id", ref: id))
+        }
+        await remove(id: id, sub)
+        send(ServerFrame.unsubscribed(id: id))
+    }
+
+    private func remove(id: String, _ sub: Subscription) async {
+        switch sub.mode {
+        case .live:
+            await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
+        case .inbox:
+            // The binding stays while another inbox subscription of this socket uses the pattern.
+            let (inbox, stillUsed) = state.withLockedValue { s in
+                (s.inbox, s.subscriptions.values.contains { $0.mode == .inbox && $0.pattern == sub.pattern })
+            }
+            if let inbox, !stillUsed { try? await inbox.unbind(sub.pattern) }
+        }
+    }
+
+    // MARK: publishing
+
+    private func publish(_ request: PublishRequest) {
+        for route in request.routes where !rules.canPublish(route) {
+            return fail(ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: request.cid))
+        }
+        let admitted = state.withLockedValue { s -> Bool in
+            guard s.pendingPublishes < runtime.limits.maxPendingPublishes else { return false }
+            s.pendingPublishes += 1
+            return true
+        }
+        guard admitted else {
+            return fail(ProtocolError(.rateLimited, "too many publishes awaiting confirmation", ref: request.cid))
+        }
+        Task {
+            defer { state.withLockedValue { $0.pendingPublishes -= 1 } }
+            do {
+                let ids = try await runtime.publisher.publish(request, from: user, via: via, maxMessageBytes: runtime.limits.maxMessageBytes)
+                send(ServerFrame.puback(cid: request.cid, ids: ids, multicast: request.multicast))
+            } catch let error as ProtocolError {
+                fail(error)
+            } catch {
+                fail(ProtocolError(.internal, "\(error)", ref: request.cid))
+            }
+        }
+    }
+
+    // MARK: deliveries
+
+    public func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey) {
+        send(ServerFrame.message(sub: subscriptionID, envelope: envelope.readableBytesView, redelivered: false))
+    }
+
+    public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool) {
+        let subID: String = state.withLockedValue { s in
+            let inboxSubs = s.subscriptions.filter { $0.value.mode == .inbox }.sorted { $0.key < $1.key }
+            if let key = try? RouteKey(routeKey), let match = inboxSubs.first(where: { $0.value.pattern.matches(key) }) {
+                return match.key
+            }
+            return inboxSubs.first?.key ?? routeKey
+        }
+        send(ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered))
+    }
+
+    public func inboxEnded(_ error: AMQPError?) {
+        if let error { logger.info("inbox consumer ended", metadata: ["error": "\(error)"]) }
+    }
+
+    /// The client went away: drop live subscriptions and hand unacknowledged inbox deliveries back.
+    public func end() async {
+        let (subs, inbox): ([String: Subscription], InboxConsumer?) = state.withLockedValue { s in
+            guard !s.closed else { return ([:], nil) }
+            s.closed = true
+            let subs = s.subscriptions
+            s.subscriptions.removeAll()
+            return (subs, s.inbox)
+        }
+        for (id, sub) in subs where sub.mode == .live {
+            await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
+        }
+        runtime.hub.removeReceiver(me)
+        await inbox?.close()
+    }
+}

@@ -1,0 +1,132 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One subscriber of the live fan-out: a session and its subscription id.
+public struct LiveSubscriber: Hashable, Sendable {
+    public let session: ObjectIdentifier
+    public let subscriptionID: String
+}
+
+/// Receives live deliveries for one session.
+public protocol LiveReceiver: AnyObject, Sendable {
+    /// Called on the AMQP event loop with the envelope's encoded bytes, once per matching subscription.
+    func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey)
+}
+
+/// The node's live fan-out (DESIGN §3, `live`).
+///
+/// One exclusive, auto-delete queue per node (`warren.live.<node>`) is bound to
+/// the union of the node's live patterns: a pattern is bound when its first
+/// local subscriber arrives and unbound after its last leaves. RabbitMQ sends
+/// one copy per node; the hub matches each delivery against a ``TopicTrie``
+/// and hands the same encoded envelope to every matching local subscriber.
+/// Binding changes run one at a time, in order, so a subscribe and an
+/// unsubscribe of the same pattern never race on the broker.
+public final class LiveHub: Sendable, AMQPDeliverySink {
+    public let queue: String
+    let exchange: String
+    let channel: AMQPChannel
+    let logger: Logger
+    let ids = UUIDv7Generator()
+    private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
+    private let receivers = NIOLockedValueBox<[ObjectIdentifier: any LiveReceiver]>([:])
+    private let serial: SerialExecutor
+
+    init(channel: AMQPChannel, queue: String, exchange: String, logger: Logger) {
+        self.channel = channel
+        self.queue = queue
+        self.exchange = exchange
+        self.logger = logger
+        self.serial = SerialExecutor()
+    }
+
+    /// Declares the node's queue and starts consuming (no-ack: live is at most once).
+    func start() async throws {
+        try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true)
+        try await channel.consume(queue: queue, noAck: true, exclusive: true, sink: self)
+    }
+
+    /// How many distinct live patterns are bound for this node.
+    public var patternCount: Int { trie.withLockedValue { $0.patternCount } }
+
+    /// Adds a live subscription; returns once its binding is in place.
+    public func subscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber, receiver: any LiveReceiver) async throws {
+        receivers.withLockedValue { $0[subscriber.session] = receiver }
+        try await serial.run { [self] in
+            let isFirst = trie.withLockedValue { $0.subscribers(of: pattern).isEmpty }
+            if isFirst {
+                try await channel.queueBind(queue: queue, exchange: exchange, routingKey: pattern.value)
+            }
+            trie.withLockedValue { _ = $0.insert(pattern, subscriber) }
+        }
+    }
+
+    /// Removes a live subscription; the binding goes when its last subscriber does.
+    public func unsubscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async {
+        try? await serial.run { [self] in
+            let isLast = trie.withLockedValue { $0.remove(pattern, subscriber) }
+            if isLast {
+                do {
+                    try await channel.queueUnbind(queue: queue, exchange: exchange, routingKey: pattern.value)
+                } catch {
+                    logger.warning("live unbind failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// Forgets a session's receiver (after its subscriptions were removed).
+    public func removeReceiver(_ session: ObjectIdentifier) {
+        _ = receivers.withLockedValue { $0.removeValue(forKey: session) }
+    }
+
+    // MARK: AMQPDeliverySink
+
+    public func deliver(_ message: AMQPMessage) {
+        guard let key = try? RouteKey(message.routingKey) else { return }
+        let envelope: ByteBuffer
+        switch EnvelopeAMQPMapping.incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
+                                            nowMilliseconds: Clock.milliseconds(),
+                                            newID: { ids.next(nowMilliseconds: UInt64(Clock.milliseconds())) }) {
+        case .passthrough(let bytes): envelope = bytes
+        case .translated(let e): envelope = ByteBuffer(bytes: e.encoded())
+        }
+        // Collect under the locks, deliver outside them.
+        var matched: [LiveSubscriber] = []
+        trie.withLockedValue { trie in
+            trie.forEachMatch(key) { _, subscribers in matched.append(contentsOf: subscribers) }
+        }
+        if matched.isEmpty { return }
+        let targets: [(LiveSubscriber, any LiveReceiver)] = receivers.withLockedValue { r in
+            matched.compactMap { s in r[s.session].map { (s, $0) } }
+        }
+        for (subscriber, receiver) in targets {
+            receiver.deliverLive(subscriptionID: subscriber.subscriptionID, envelope: envelope, routeKey: key)
+        }
+    }
+
+    public func finish(_ error: AMQPError?) {
+        if let error { logger.error("live consumer ended", metadata: ["error": "\(error)"]) }
+    }
+}
+
+/// Runs async jobs one at a time, in submission order.
+final class SerialExecutor: Sendable {
+    private let tail = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    func run<T: Sendable>(_ job: @escaping @Sendable () async throws -> T) async throws -> T {
+        let (stream, continuation) = AsyncStream<Result<T, Error>>.makeStream()
+        tail.withLockedValue { previous in
+            let before = previous
+            previous = Task {
+                await before?.value
+                do { continuation.yield(.success(try await job())) } catch { continuation.yield(.failure(error)) }
+                continuation.finish()
+            }
+        }
+        for await result in stream { return try result.get() }
+        throw CancellationError()
+    }
+}
