@@ -1,13 +1,17 @@
+import HTTPTypes
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
+import NIOCore
 import WarrenCore
 
-/// The HTTP side of Warren: health and readiness now; WebSocket, polling and metrics build on it.
+/// The HTTP side of Warren: health, readiness, the demo page, and WebSocket upgrades at `/v1/ws`.
 public enum HTTPFrontend {
-    /// Builds the HTTP application serving `configuration.http.listen`, running `services` beside it.
+    /// Builds the HTTP application serving `configuration.http.listen`, running the broker link beside it.
     public static func application(configuration: BridgeConfiguration, link: BrokerLink, logger: Logger)
         -> some ApplicationProtocol
     {
+        let authenticator = Authenticator(configuration: configuration)
         let router = Router()
         router.get("healthz") { _, _ in "ok\n" }
         router.get("readyz") { _, _ -> Response in
@@ -15,12 +19,90 @@ public enum HTTPFrontend {
                 ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
                 : Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "not ready\n")))
         }
+        // A plain GET of the WebSocket path (no upgrade, or a refused one) is answered here.
+        router.get("v1/ws") { request, _ -> Response in
+            guard link.runtime != nil else { return errorResponse(503, .unavailable, "the broker link is not ready") }
+            do {
+                _ = try authenticator.authenticate(query: Query(target: request.uri.description),
+                                                   authorization: request.headers[.authorization])
+            } catch let error as AuthFailure {
+                return errorResponse(error.status, error.code, error.message)
+            }
+            return errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
+        }
+        if configuration.demo {
+            router.get("/") { _, _ in
+                Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                         body: .init(byteBuffer: ByteBuffer(string: DemoPage.html)))
+            }
+        }
+
         let address = HostAndPort(configuration.http.listen)!
+        let wsConfiguration = WebSocketServerConfiguration(
+            maxFrameSize: configuration.limits.maxFrameBytes,
+            autoPing: .enabled(timePeriod: .seconds(configuration.websocket.pingInterval)),
+            closeTimeout: .seconds(5),
+            validateUTF8: true)
         return Application(
             router: router,
+            server: .http1WebSocketUpgrade(configuration: .init(ws: wsConfiguration)) { request, _, logger in
+                guard request.path?.split(separator: "?").first == "/v1/ws", let runtime = link.runtime else { return .dontUpgrade }
+                let identity: ClientIdentity
+                let rules: AccessRules
+                do {
+                    (identity, rules) = try authenticator.authenticate(query: Query(target: request.path ?? ""),
+                                                                        authorization: request.headerFields[.authorization])
+                } catch {
+                    return .dontUpgrade // the router answers with the status
+                }
+                return .upgrade([:]) { inbound, outbound, _ in
+                    await serve(inbound: inbound, outbound: outbound, identity: identity, rules: rules, runtime: runtime,
+                                logger: logger)
+                }
+            },
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "warren"),
             services: [link],
             logger: logger
         )
+    }
+
+    static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: ClientIdentity,
+                      rules: AccessRules, runtime: BridgeRuntime, logger: Logger) async {
+        var logger = logger
+        logger[metadataKey: "user"] = "\(identity.user)"
+        logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
+        let output = WebSocketOutput(limit: runtime.limits.outboundBufferBytes)
+        let session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: rules,
+                                    output: output, via: .ws, logger: logger)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await output.run(outbound) }
+            do {
+                for try await message in inbound.messages(maxSize: runtime.limits.maxFrameBytes) {
+                    switch message {
+                    case .text(let text):
+                        await session.handle(ByteBuffer(string: text))
+                    case .binary:
+                        session.fail(ProtocolError(.badFrame, "binary frames are not accepted: send JSON text frames", ref: nil))
+                    }
+                }
+            } catch {
+                logger.debug("websocket inbound ended", metadata: ["error": "\(error)"])
+            }
+            output.finish()
+            await group.waitForAll()
+        }
+        await session.end()
+        logger.info("websocket disconnected")
+    }
+
+    static func errorResponse(_ status: Int, _ code: ErrorCode, _ message: String) -> Response {
+        var w = JSONWriter()
+        w.raw("{\"error\":{\"code\":")
+        w.string(code.rawValue)
+        w.raw(",\"message\":")
+        w.string(message)
+        w.raw("}}")
+        return Response(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: w.bytes)))
     }
 }

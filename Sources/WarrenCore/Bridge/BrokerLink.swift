@@ -2,6 +2,9 @@ import AMQPClient
 import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Warren's one connection to RabbitMQ, as a service.
 ///
@@ -12,12 +15,27 @@ import ServiceLifecycle
 public final class BrokerLink: Service, Sendable {
     public let configuration: BridgeConfiguration
     let logger: Logger
-    private let state = NIOLockedValueBox<(connection: AMQPConnection?, topologyReady: Bool)>((nil, false))
+    private let state = NIOLockedValueBox<(connection: AMQPConnection?, topologyReady: Bool, runtime: BridgeRuntime?)>((nil, false, nil))
+    /// This node's id (its live queue is `warren.live.<id>`).
+    public let nodeID: String
 
     public init(configuration: BridgeConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        self.nodeID = configuration.nodeID.isEmpty ? Self.defaultNodeID() : configuration.nodeID
     }
+
+    /// Host name and pid, reduced to a route word.
+    static func defaultNodeID() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        gethostname(&buffer, buffer.count)
+        let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let word = String(host.unicodeScalars.map { RouteKey.isWordByte(UInt8(truncatingIfNeeded: $0.value)) && $0.isASCII ? Character($0) : "-" })
+        return String("\(word.isEmpty ? "node" : word)-\(getpid())".prefix(64))
+    }
+
+    /// The running bridge, once ready.
+    public var runtime: BridgeRuntime? { state.withLockedValue { $0.runtime } }
 
     /// True once the broker connection and topology are up, and while the connection is healthy.
     public var isReady: Bool {
@@ -42,10 +60,22 @@ public final class BrokerLink: Service, Sendable {
             throw error
         }
         try? await channel.close()
-        state.withLockedValue { $0.topologyReady = true }
+        let runtime: BridgeRuntime
+        do {
+            runtime = try await BridgeRuntime.start(connection: connection, configuration: configuration, nodeID: nodeID, logger: logger)
+        } catch {
+            logger.critical("cannot set up the bridge on the broker", metadata: ["error": "\(error)"])
+            await connection.close()
+            throw error
+        }
+        state.withLockedValue {
+            $0.runtime = runtime
+            $0.topologyReady = true
+        }
         logger.info("warren is ready", metadata: [
             "broker": "\(configuration.amqp.client.redactedDescription)",
             "exchange": "\(configuration.amqp.exchange)",
+            "node": "\(nodeID)",
         ])
         let events = connection.events()
         await withGracefulShutdownHandler {

@@ -1,0 +1,67 @@
+import WarrenCore
+
+/// Who is connecting: checked before a WebSocket upgrade or a poll request.
+struct ClientIdentity: Sendable {
+    var user: String
+    var device: String
+}
+
+/// Authentication failures, answered with HTTP status before any upgrade.
+struct AuthFailure: Error, Sendable {
+    var status: Int
+    var code: ErrorCode
+    var message: String
+}
+
+/// Reads the query string of a request target.
+struct Query {
+    var items: [String: String] = [:]
+
+    init(target: String) {
+        guard let q = target.firstIndex(of: "?") else { return }
+        for pair in target[target.index(after: q)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            let key = Self.decode(parts[0])
+            if items[key] == nil { items[key] = parts.count > 1 ? Self.decode(parts[1]) : "" }
+        }
+    }
+
+    static func decode(_ s: Substring) -> String {
+        var bytes: [UInt8] = []
+        var it = s.utf8.makeIterator()
+        while let c = it.next() {
+            if c == UInt8(ascii: "+") {
+                bytes.append(0x20)
+            } else if c == UInt8(ascii: "%"), let h = it.next(), let l = it.next(), let v = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16) {
+                bytes.append(v)
+            } else {
+                bytes.append(c)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Authenticates a request from its query and `Authorization` header (DESIGN §4).
+struct Authenticator: Sendable {
+    let configuration: BridgeConfiguration
+
+    func authenticate(query: Query, authorization: String?) throws(AuthFailure) -> (ClientIdentity, AccessRules) {
+        let device = query.items["device"] ?? "default"
+        guard RouteKey.isValidWord(device) else {
+            throw AuthFailure(status: 400, code: .badFrame, message: "device must be a word of [A-Za-z0-9_-]")
+        }
+        switch configuration.auth.mode {
+        case .none:
+            guard let user = query.items["user"], !user.isEmpty else {
+                throw AuthFailure(status: 401, code: .unauthorized, message: "auth mode none: pass ?user=<name>")
+            }
+            guard RouteKey.isValidWord(user) else {
+                throw AuthFailure(status: 400, code: .badFrame, message: "user must be a word of [A-Za-z0-9_-]")
+            }
+            return (ClientIdentity(user: user, device: device), configuration.acl.resolved(for: user))
+        case .token:
+            throw AuthFailure(status: 401, code: .unauthorized, message: "token authentication is not available in this build yet")
+        }
+    }
+}
