@@ -88,6 +88,9 @@ let package = Package(
                 "WarrenCore",
                 "AMQPClient",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
     ]

@@ -1,0 +1,44 @@
+import AMQPClient
+import Foundation
+
+/// A Warren process of its own for one test: its own port, exchange and node id.
+struct WarrenInstance {
+    let process: WarrenProcess
+    let port: Int
+    let exchange: String
+    let nodeID: String
+
+    static let brokerURL = ProcessInfo.processInfo.environment["WARREN_TEST_AMQP_URL"] ?? "amqp://guest:guest@127.0.0.1:5672/%2f"
+
+    static func start(_ extra: [String: String] = [:], exchange: String? = nil) async throws -> WarrenInstance {
+        let port = try freePort()
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let exchange = exchange ?? "test.chat.\(suffix)"
+        let nodeID = "test-\(suffix)"
+        var env = ["WARREN_HTTP_LISTEN": "127.0.0.1:\(port)", "WARREN_AMQP_EXCHANGE": exchange, "WARREN_NODE_ID": nodeID,
+                   "WARREN_AMQP_URL": brokerURL, "WARREN_LOG_LEVEL": "info"]
+        for (k, v) in extra { env[k] = v }
+        let process = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: env)
+        guard await process.waitForLog("warren is ready") else {
+            process.terminate()
+            throw SocketError(description: "warren did not become ready:\n\(process.log)")
+        }
+        return WarrenInstance(process: process, port: port, exchange: exchange, nodeID: nodeID)
+    }
+
+    func socket(_ user: String, device: String? = nil) async throws -> TestSocket {
+        var query = "user=\(user)"
+        if let device { query += "&device=\(device)" }
+        return try await TestSocket.connect(port: port, query: query, name: user)
+    }
+
+    /// Stops the process (SIGTERM) and returns its exit status.
+    @discardableResult
+    func stop() async -> Int32? {
+        kill(process.process.processIdentifier, SIGTERM)
+        return await process.waitForExit()
+    }
+}
+
+/// A unique user name, so durable inboxes from other runs never interfere.
+func uniqueUser(_ base: String) -> String { "\(base)\(UUID().uuidString.prefix(6).lowercased())" }
