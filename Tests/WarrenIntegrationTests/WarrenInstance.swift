@@ -42,3 +42,22 @@ struct WarrenInstance {
 
 /// A unique user name, so durable inboxes from other runs never interfere.
 func uniqueUser(_ base: String) -> String { "\(base)\(UUID().uuidString.prefix(6).lowercased())" }
+
+/// rabbitmqctl through the project's script.
+enum Broker {
+    @discardableResult
+    static func ctl(_ args: String...) throws -> String {
+        let process = Process()
+        process.executableURL = WarrenProcess.packageRoot.appendingPathComponent("scripts/rabbitmq.sh")
+        process.arguments = ["ctl"] + args
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let out = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else { throw SocketError(description: "rabbitmqctl failed: \(out)") }
+        return out
+    }
+}
