@@ -105,3 +105,32 @@ struct BridgeStressTests {
         await bystander.close()
     }
 }
+
+@Suite("Bridge across broker drops", .serialized)
+struct BridgeRecoveryTests {
+    /// The broker drops Warren's connection while sockets are subscribed: after recovery, live and
+    /// inbox subscriptions deliver again without the clients doing anything.
+    @Test func subscriptionsSurviveCloseAllConnections() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
+        let a = try await warren.socket(alice)
+        try await a.subscribe("live", "#.\(alice).#")
+        let b = try await warren.socket(bob)
+        try await b.subscribe("in", "#.\(bob).#", mode: "inbox")
+        let c = try await warren.socket(carol)
+
+        _ = try await c.request(#"{"op":"pub","route":"\#(alice).\#(bob).\#(carol)","body":"before"}"#, expect: "puback")
+        #expect(try await a.next(op: "msg").env?["body"] == .string("before"))
+        let first = try await b.next(op: "msg")
+        try await b.send(#"{"op":"ack","id":"\#(first.env!["id"]!.stringValue!)"}"#)
+
+        try Broker.ctl("close_all_connections", "test: drop warren")
+        #expect(await warren.process.waitForLog("broker link up", timeout: .seconds(60)), "log:\n\(warren.process.log)")
+
+        _ = try await c.request(#"{"op":"pub","route":"\#(alice).\#(bob).\#(carol)","body":"after"}"#, expect: "puback")
+        #expect(try await a.next(op: "msg").env?["body"] == .string("after"))
+        #expect(try await b.next(op: "msg").env?["body"] == .string("after"))
+        for s in [a, b, c] { await s.close() }
+    }
+}

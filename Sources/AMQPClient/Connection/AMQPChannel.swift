@@ -47,22 +47,30 @@ public final class AMQPChannel: Sendable {
 
     // MARK: queues
 
-    /// Declares a queue; an empty name asks the broker to name it. Recorded for recovery unless passive.
+    /// Declares a queue; an empty name asks the broker to name it. Recorded for recovery unless
+    /// passive or `recordForRecovery` is false (for durable queues the broker keeps anyway, and
+    /// that should not be resurrected after they expire).
     @discardableResult
     public func queueDeclare(_ name: String = "", durable: Bool = false, exclusive: Bool = false, autoDelete: Bool = false,
-                             passive: Bool = false, arguments: FieldTable = [:]) async throws -> QueueDeclareOk {
+                             passive: Bool = false, arguments: FieldTable = [:],
+                             recordForRecovery: Bool = true) async throws -> QueueDeclareOk {
         let declare = QueueDeclare(queue: name, passive: passive, durable: durable, exclusive: exclusive,
                                    autoDelete: autoDelete, arguments: arguments)
         guard case .method(.queueDeclareOk(let ok)) = try await request(.queueDeclare(declare)) else {
             throw AMQPError.protocolViolation(.commandInvalid("queue.declare answered with something else"))
         }
-        connection.record { $0.recordQueue(declare, name: ok.queue) }
+        if recordForRecovery { connection.record { $0.recordQueue(declare, name: ok.queue) } }
         return ok
     }
 
-    public func queueBind(queue: String, exchange: String, routingKey: String, arguments: FieldTable = [:]) async throws {
+    /// Binds a queue; recorded for recovery unless `recordForRecovery` is false (durable
+    /// bindings of durable queues survive on the broker by themselves).
+    public func queueBind(queue: String, exchange: String, routingKey: String, arguments: FieldTable = [:],
+                          recordForRecovery: Bool = true) async throws {
         _ = try await request(.queueBind(QueueBind(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments)))
-        connection.record { $0.recordBinding(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments) }
+        if recordForRecovery {
+            connection.record { $0.recordBinding(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments) }
+        }
     }
 
     public func queueUnbind(queue: String, exchange: String, routingKey: String, arguments: FieldTable = [:]) async throws {

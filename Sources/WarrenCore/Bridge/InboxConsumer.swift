@@ -59,12 +59,12 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
 
     /// Declares the queue (idempotent: same arguments every time).
     func declare() async throws {
-        try await channel.queueDeclare(queue, durable: true, arguments: settings.arguments)
+        try await channel.queueDeclare(queue, durable: true, arguments: settings.arguments, recordForRecovery: false)
         try await channel.basicQos(prefetchCount: UInt16(clamping: settings.prefetch))
     }
 
     public func bind(_ pattern: TopicPattern) async throws {
-        try await channel.queueBind(queue: queue, exchange: exchange, routingKey: pattern.value)
+        try await channel.queueBind(queue: queue, exchange: exchange, routingKey: pattern.value, recordForRecovery: false)
     }
 
     public func unbind(_ pattern: TopicPattern) async throws {
