@@ -1,7 +1,180 @@
-/// The demo chat page served at `/`: one self-contained HTML file, no CDN.
+/// The demo chat page served at `/`: one self-contained HTML file (no build step, no CDN).
+///
+/// Pick a name, connect, open a conversation with other users (`alice,bob` becomes
+/// the sorted key `alice.bob.you`) or a room (`room.lobby`), and chat. Your
+/// private conversations arrive through your inbox (`#.<you>.#`, acknowledged on
+/// display), rooms through live subscriptions.
 enum DemoPage {
-    static let html = """
-    <!doctype html><meta charset="utf-8"><title>Warren demo</title>
-    <p>Warren demo page (coming with the bridge).</p>
-    """
+    static let html = #"""
+    <!doctype html>
+    <html lang="en">
+    <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>Warren demo chat</title>
+    <style>
+      :root { --bg:#f6f7f9; --panel:#fff; --line:#dde1e6; --accent:#2f6fde; --muted:#6b7280; }
+      * { box-sizing: border-box; }
+      body { margin:0; font:15px/1.4 system-ui, sans-serif; background:var(--bg); color:#111; height:100vh; display:flex; flex-direction:column; }
+      header { display:flex; gap:.5rem; align-items:center; padding:.6rem 1rem; background:var(--panel); border-bottom:1px solid var(--line); flex-wrap:wrap; }
+      header h1 { font-size:1.05rem; margin:0 1rem 0 0; }
+      input, button, select { font:inherit; padding:.35rem .6rem; border:1px solid var(--line); border-radius:6px; }
+      button { background:var(--accent); color:#fff; border-color:var(--accent); cursor:pointer; }
+      button.secondary { background:#fff; color:var(--accent); }
+      #status { color:var(--muted); margin-left:auto; }
+      main { flex:1; display:flex; min-height:0; }
+      aside { width:260px; background:var(--panel); border-right:1px solid var(--line); display:flex; flex-direction:column; }
+      aside form { display:flex; gap:.3rem; padding:.6rem; border-bottom:1px solid var(--line); }
+      aside form input { flex:1; min-width:0; }
+      #conversations { list-style:none; margin:0; padding:0; overflow:auto; }
+      #conversations li { padding:.55rem .8rem; border-bottom:1px solid var(--line); cursor:pointer; display:flex; justify-content:space-between; }
+      #conversations li.active { background:#e8effc; }
+      #conversations .badge { background:var(--accent); color:#fff; border-radius:10px; padding:0 .45rem; font-size:.8rem; }
+      section { flex:1; display:flex; flex-direction:column; min-width:0; }
+      #title { padding:.6rem 1rem; border-bottom:1px solid var(--line); background:var(--panel); font-weight:600; }
+      #messages { flex:1; overflow:auto; padding:1rem; display:flex; flex-direction:column; gap:.4rem; }
+      .msg { max-width:70%; background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:.4rem .7rem; }
+      .msg.mine { align-self:flex-end; background:#e8effc; }
+      .msg .meta { color:var(--muted); font-size:.78rem; }
+      #compose { display:flex; gap:.5rem; padding:.6rem 1rem; border-top:1px solid var(--line); background:var(--panel); }
+      #compose input { flex:1; }
+      .error { color:#b42318; }
+    </style>
+    </head>
+    <body>
+    <header>
+      <h1>Warren demo</h1>
+      <label>Name <input id="user" size="10" placeholder="alice" autocomplete="off"></label>
+      <label>Device <input id="device" size="8" value="web"></label>
+      <label>Token <input id="token" size="14" placeholder="(token mode only)"></label>
+      <button id="connect">Connect</button>
+      <span id="status">disconnected</span>
+    </header>
+    <main>
+      <aside>
+        <form id="open"><input id="target" placeholder="bob  or  bob,carol  or  room.lobby"><button>Open</button></form>
+        <ul id="conversations"></ul>
+      </aside>
+      <section>
+        <div id="title">Pick a name, connect, then open a conversation.</div>
+        <div id="messages"></div>
+        <form id="compose"><input id="text" placeholder="Message" autocomplete="off" disabled><button id="send" disabled>Send</button></form>
+      </section>
+    </main>
+    <script>
+    "use strict";
+    const $ = (id) => document.getElementById(id);
+    const WORD = /^[A-Za-z0-9_-]{1,64}$/;
+    let ws = null, me = null, current = null, cidCounter = 0, subCounter = 0;
+    const conversations = new Map();   // route -> {messages: [], unread: n, seen: Set}
+    const roomSubs = new Map();        // room route -> sub id
+
+    function status(text, isError) { $("status").textContent = text; $("status").className = isError ? "error" : ""; }
+
+    function conversation(route) {
+      if (!conversations.has(route)) { conversations.set(route, { messages: [], unread: 0, seen: new Set() }); renderList(); }
+      return conversations.get(route);
+    }
+
+    function label(route) {
+      if (route.startsWith("room.")) return "# " + route.slice(5);
+      const others = route.split(".").filter((w) => w !== me);
+      return others.length ? others.join(", ") : route;
+    }
+
+    function renderList() {
+      const ul = $("conversations"); ul.textContent = "";
+      for (const [route, c] of conversations) {
+        const li = document.createElement("li");
+        li.dataset.route = route;
+        if (route === current) li.className = "active";
+        li.append(label(route));
+        if (c.unread) { const b = document.createElement("span"); b.className = "badge"; b.textContent = c.unread; li.append(b); }
+        li.onclick = () => select(route);
+        ul.append(li);
+      }
+    }
+
+    function renderMessages() {
+      const box = $("messages"); box.textContent = "";
+      if (!current) return;
+      for (const env of conversation(current).messages) {
+        const div = document.createElement("div");
+        div.className = "msg" + (env.from === me ? " mine" : "");
+        const meta = document.createElement("div"); meta.className = "meta";
+        meta.textContent = env.from + " · " + new Date(env.ts).toLocaleTimeString() + (env.via !== "ws" ? " · via " + env.via : "");
+        const body = document.createElement("div");
+        body.textContent = typeof env.body === "string" ? env.body : JSON.stringify(env.body);
+        div.append(meta, body); box.append(div);
+      }
+      box.scrollTop = box.scrollHeight;
+    }
+
+    function select(route) {
+      current = route; conversation(route).unread = 0;
+      $("title").textContent = label(route) + "  (" + route + ")";
+      $("text").disabled = $("send").disabled = !ws; renderList(); renderMessages(); $("text").focus();
+    }
+
+    function send(frame) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(frame)); }
+
+    function receive(env) {
+      const c = conversation(env.route);
+      if (c.seen.has(env.id)) return;          // inbox redeliveries after a reconnect
+      c.seen.add(env.id); c.messages.push(env);
+      if (env.route === current) renderMessages(); else { c.unread++; renderList(); }
+    }
+
+    function openConversation(text) {
+      text = text.trim();
+      if (!text) return;
+      let route;
+      if (text.startsWith("room.")) {
+        route = text;
+        if (!roomSubs.has(route)) { const id = "r" + (++subCounter); roomSubs.set(route, id); send({ op: "sub", id, pattern: route, mode: "live" }); }
+      } else {
+        const people = text.split(/[\s,]+/).filter(Boolean);
+        if (!people.every((p) => WORD.test(p))) { status("names are words of letters, digits, _ and -", true); return; }
+        route = [...new Set([...people, me])].sort().join(".");
+      }
+      conversation(route); select(route);
+    }
+
+    $("connect").onclick = () => {
+      if (ws) { ws.close(1000); return; }
+      const user = $("user").value.trim(), device = $("device").value.trim() || "web", token = $("token").value.trim();
+      if (!token && !WORD.test(user)) { status("pick a name: letters, digits, _ or -", true); return; }
+      const proto = location.protocol === "https:" ? "wss:" : "ws:";
+      let url = proto + "//" + location.host + "/v1/ws?device=" + encodeURIComponent(device);
+      url += token ? "&token=" + encodeURIComponent(token) : "&user=" + encodeURIComponent(user);
+      me = user; status("connecting…");
+      ws = new WebSocket(url);
+      ws.onopen = () => {
+        status("connected as " + me); $("connect").textContent = "Disconnect";
+        send({ op: "sub", id: "me", pattern: "#." + me + ".#", mode: "inbox" });
+        for (const [route, id] of roomSubs) send({ op: "sub", id, pattern: route, mode: "live" });
+        if (current) select(current);
+      };
+      ws.onmessage = (event) => {
+        const f = JSON.parse(event.data);
+        if (f.op === "msg") { receive(f.env); if (f.sub === "me") send({ op: "ack", id: f.env.id }); }
+        else if (f.op === "error") status(f.code + ": " + f.message, true);
+      };
+      ws.onclose = (event) => {
+        ws = null; $("connect").textContent = "Connect"; $("text").disabled = $("send").disabled = true;
+        status("disconnected (" + event.code + ")", event.code !== 1000);
+      };
+    };
+
+    $("open").onsubmit = (e) => { e.preventDefault(); if (!ws) { status("connect first", true); return; } openConversation($("target").value); $("target").value = ""; };
+    $("compose").onsubmit = (e) => {
+      e.preventDefault();
+      const text = $("text").value; if (!text || !current) return;
+      send({ op: "pub", route: current, type: "text", body: text, cid: "c" + (++cidCounter) });
+      $("text").value = "";
+    };
+    </script>
+    </body>
+    </html>
+    """#
 }
