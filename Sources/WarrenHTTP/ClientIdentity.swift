@@ -1,3 +1,4 @@
+import Foundation
 import WarrenCore
 
 /// Who is connecting: checked before a WebSocket upgrade or a poll request.
@@ -45,8 +46,12 @@ struct Query {
 /// Authenticates a request from its query and `Authorization` header (DESIGN §4).
 struct Authenticator: Sendable {
     let configuration: BridgeConfiguration
+    let tokens: TokenAuthority?
 
-    func authenticate(query: Query, authorization: String?) throws(AuthFailure) -> (ClientIdentity, AccessRules) {
+    /// The user, their rules and (token mode) when their token expires.
+    func authenticate(query: Query, authorization: String?) async throws(AuthFailure)
+        -> (ClientIdentity, AccessRules, expiresAt: Date?)
+    {
         let device = query.items["device"] ?? "default"
         guard RouteKey.isValidWord(device) else {
             throw AuthFailure(status: 400, code: .badFrame, message: "device must be a word of [A-Za-z0-9_-]")
@@ -59,9 +64,21 @@ struct Authenticator: Sendable {
             guard RouteKey.isValidWord(user) else {
                 throw AuthFailure(status: 400, code: .badFrame, message: "user must be a word of [A-Za-z0-9_-]")
             }
-            return (ClientIdentity(user: user, device: device), configuration.acl.resolved(for: user))
+            return (ClientIdentity(user: user, device: device), configuration.acl.resolved(for: user), nil)
         case .token:
-            throw AuthFailure(status: 401, code: .unauthorized, message: "token authentication is not available in this build yet")
+            var token = query.items["token"]
+            if let authorization, authorization.lowercased().hasPrefix("bearer ") {
+                token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+            }
+            guard let token, !token.isEmpty, let tokens else {
+                throw AuthFailure(status: 401, code: .unauthorized, message: "a bearer token is required")
+            }
+            let verified: VerifiedToken
+            do { verified = try await tokens.verify(token) } catch {
+                throw AuthFailure(status: 401, code: .unauthorized, message: error.message)
+            }
+            let policy = verified.policy ?? configuration.acl
+            return (ClientIdentity(user: verified.user, device: device), policy.resolved(for: verified.user), verified.expiresAt)
         }
     }
 }

@@ -4,14 +4,15 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import WarrenCore
+import Foundation
 
 /// The HTTP side of Warren: health, readiness, the demo page, and WebSocket upgrades at `/v1/ws`.
 public enum HTTPFrontend {
     /// Builds the HTTP application serving `configuration.http.listen`, running the broker link beside it.
-    public static func application(configuration: BridgeConfiguration, link: BrokerLink, logger: Logger)
-        -> some ApplicationProtocol
+    public static func application(configuration: BridgeConfiguration, link: BrokerLink, tokens: TokenAuthority?,
+                                   logger: Logger) -> some ApplicationProtocol
     {
-        let authenticator = Authenticator(configuration: configuration)
+        let authenticator = Authenticator(configuration: configuration, tokens: tokens)
         let router = Router()
         router.get("healthz") { _, _ in "ok\n" }
         router.get("readyz") { _, _ -> Response in
@@ -23,8 +24,8 @@ public enum HTTPFrontend {
         router.get("v1/ws") { request, _ -> Response in
             guard link.runtime != nil else { return errorResponse(503, .unavailable, "the broker link is not ready") }
             do {
-                _ = try authenticator.authenticate(query: Query(target: request.uri.description),
-                                                   authorization: request.headers[.authorization])
+                _ = try await authenticator.authenticate(query: Query(target: request.uri.description),
+                                                         authorization: request.headers[.authorization])
             } catch let error as AuthFailure {
                 return errorResponse(error.status, error.code, error.message)
             }
@@ -49,15 +50,16 @@ public enum HTTPFrontend {
                 guard request.path?.split(separator: "?").first == "/v1/ws", let runtime = link.runtime else { return .dontUpgrade }
                 let identity: ClientIdentity
                 let rules: AccessRules
+                let expiresAt: Date?
                 do {
-                    (identity, rules) = try authenticator.authenticate(query: Query(target: request.path ?? ""),
-                                                                        authorization: request.headerFields[.authorization])
+                    (identity, rules, expiresAt) = try await authenticator.authenticate(
+                        query: Query(target: request.path ?? ""), authorization: request.headerFields[.authorization])
                 } catch {
                     return .dontUpgrade // the router answers with the status
                 }
                 return .upgrade([:]) { inbound, outbound, _ in
-                    await serve(inbound: inbound, outbound: outbound, identity: identity, rules: rules, runtime: runtime,
-                                logger: logger)
+                    await serve(inbound: inbound, outbound: outbound, identity: identity, rules: rules, expiresAt: expiresAt,
+                                runtime: runtime, logger: logger)
                 }
             },
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "warren"),
@@ -67,13 +69,21 @@ public enum HTTPFrontend {
     }
 
     static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: ClientIdentity,
-                      rules: AccessRules, runtime: BridgeRuntime, logger: Logger) async {
+                      rules: AccessRules, expiresAt: Date?, runtime: BridgeRuntime, logger: Logger) async {
         var logger = logger
         logger[metadataKey: "user"] = "\(identity.user)"
         logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
         let output = WebSocketOutput(limit: runtime.limits.outboundBufferBytes)
         let session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: rules,
                                     output: output, via: .ws, logger: logger)
+        // A token's expiry holds for the life of the socket (close 4401).
+        let expiry = expiresAt.map { date in
+            Task {
+                try await Task.sleep(for: .milliseconds(Int64(max(0, date.timeIntervalSinceNow) * 1000)))
+                output.close(code: CloseCode.tokenExpired, reason: "token expired")
+            }
+        }
+        defer { expiry?.cancel() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await output.run(outbound) }
             do {

@@ -10,7 +10,7 @@ import WarrenHTTP
 struct Warren: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A chat gateway beside RabbitMQ for WebSocket, HTTP-polling and AMQP clients.",
-        subcommands: [Serve.self, Check.self],
+        subcommands: [Serve.self, Check.self, Token.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -45,8 +45,12 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "warren")
+        if config.auth.mode == .none {
+            logger.warning("auth.mode = \"none\": anyone can connect as any user (?user=). For development only.")
+        }
+        let tokens = config.auth.secret.utf8.count >= 32 ? await TokenAuthority.hs256(secret: config.auth.secret) : nil
         let link = BrokerLink(configuration: config, logger: logger)
-        let app = HTTPFrontend.application(configuration: config, link: link, logger: logger)
+        let app = HTTPFrontend.application(configuration: config, link: link, tokens: tokens, logger: logger)
         try await app.runService()
         logger.info("warren stopped")
     }
@@ -59,5 +63,34 @@ struct Check: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         print("configuration OK: broker \(config.amqp.client.redactedDescription), exchange \(config.amqp.exchange), listen \(config.http.listen)")
+    }
+}
+
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a token for a user, signed with auth.secret.")
+    @OptionGroup var options: ConfigOption
+    @Option(help: "The user (the token's sub).") var user: String
+    @Option(help: "How long it is valid: 90s, 30m, 1h, 7d.") var ttl: String = "1h"
+
+    func run() async throws {
+        let config = try options.load()
+        guard RouteKey.isValidWord(user) else { throw ValidationError("--user must be a word of [A-Za-z0-9_-]") }
+        guard let seconds = Self.parseDuration(ttl) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d") }
+        guard config.auth.secret.utf8.count >= 32 else {
+            throw ValidationError("auth.secret (or WARREN_AUTH_SECRET) must be set to at least 32 bytes to sign tokens")
+        }
+        let authority = await TokenAuthority.hs256(secret: config.auth.secret)
+        print(try await authority.mint(user: user, ttl: seconds))
+    }
+
+    static func parseDuration(_ s: String) -> TimeInterval? {
+        guard let unit = s.last, let n = Double(s.dropLast()), n > 0 else { return nil }
+        switch unit {
+        case "s": return n
+        case "m": return n * 60
+        case "h": return n * 3600
+        case "d": return n * 86400
+        default: return nil
+        }
     }
 }

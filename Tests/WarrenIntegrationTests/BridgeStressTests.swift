@@ -134,3 +134,39 @@ struct BridgeRecoveryTests {
         for s in [a, b, c] { await s.close() }
     }
 }
+
+@Suite("Token authentication", .serialized)
+struct TokenAuthTests {
+    static let secret = "integration-test-secret-0123456789abcdef"
+
+    func mint(_ user: String, ttl: String) async throws -> String {
+        let p = try WarrenProcess(["token", "--config", "bridge.toml", "--user", user, "--ttl", ttl],
+                                  environment: ["WARREN_AUTH_SECRET": Self.secret])
+        #expect(await p.waitForExit() == 0, "\(p.log)")
+        return p.log.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last.map(String.init) ?? ""
+    }
+
+    @Test func tokensFromTheCLIAuthenticateAndExpireDuringTheSocket() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice")
+        let token = try await mint(alice, ttl: "1h")
+        let s = try await TestSocket.connect(port: warren.port, query: "token=\(token)", name: alice)
+        try await s.subscribe("me", "#.\(alice).#")
+        let ack = try await s.request(#"{"op":"pub","route":"\#(alice).bob","body":"signed"}"#, expect: "puback")
+        #expect(ack["id"] != nil)
+        let env = try await s.next(op: "msg").env
+        #expect(env?["from"]?.stringValue == alice)
+        await s.close()
+
+        // No token, a bad token, or ?user= in token mode: 401 before any upgrade.
+        for query in ["", "token=garbage", "user=\(alice)"] {
+            await #expect(throws: (any Error).self) { _ = try await TestSocket.connect(port: warren.port, query: query) }
+        }
+
+        // A token that expires while the socket is open closes it with 4401.
+        let short = try await mint(alice, ttl: "2s")
+        let doomed = try await TestSocket.connect(port: warren.port, query: "token=\(short)", name: "short")
+        #expect(await doomed.closeCode(timeout: .seconds(15)) == 4401)
+    }
+}
