@@ -41,7 +41,10 @@ public enum HTTPFrontend {
         let address = HostAndPort(configuration.http.listen)!
         let wsConfiguration = WebSocketServerConfiguration(
             maxFrameSize: configuration.limits.maxFrameBytes,
-            autoPing: .enabled(timePeriod: .seconds(configuration.websocket.pingInterval)),
+            // A socket that has not answered a ping by the next one is closed, so a silent
+            // client goes within two periods: keep that inside idle_timeout.
+            autoPing: .enabled(timePeriod: .seconds(min(configuration.websocket.pingInterval,
+                                                        max(1, configuration.websocket.idleTimeout / 2)))),
             closeTimeout: .seconds(5),
             validateUTF8: true)
         return Application(
