@@ -26,7 +26,7 @@ enum DemoPage {
       aside { width:260px; background:var(--panel); border-right:1px solid var(--line); display:flex; flex-direction:column; }
       aside form { display:flex; gap:.3rem; padding:.6rem; border-bottom:1px solid var(--line); }
       aside form input { flex:1; min-width:0; }
-      #conversations { list-style:none; margin:0; padding:0; overflow:auto; }
+      #conversations { list-style:none; margin:0; padding:0; overflow:auto; flex:1; }
       #conversations li { padding:.55rem .8rem; border-bottom:1px solid var(--line); cursor:pointer; display:flex; justify-content:space-between; }
       #conversations li.active { background:#e8effc; }
       #conversations .badge { background:var(--accent); color:#fff; border-radius:10px; padding:0 .45rem; font-size:.8rem; }

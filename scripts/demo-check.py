@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Drives the demo page in headless Chromium: two tabs (alice and bob) chat over Warren.
+
+Usage: scripts/demo-check.py [WARREN_URL] [SCREENSHOT_DIR]
+Needs a running Warren (auth mode none, demo on) and Chromium started with
+--remote-debugging-port=9222. scripts/demo-check.sh does all of that.
+Exits 0 when bob's tab shows alice's message and alice's tab shows bob's reply.
+"""
+import asyncio, base64, json, sys, time, urllib.request, uuid
+
+import websockets
+
+WARREN = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8080"
+SHOTS = sys.argv[2] if len(sys.argv) > 2 else "/tmp"
+DEVTOOLS = "http://127.0.0.1:9222"
+
+
+class Tab:
+    def __init__(self, ws):
+        self.ws, self.next_id = ws, 0
+
+    @classmethod
+    async def open(cls, url):
+        req = urllib.request.Request(f"{DEVTOOLS}/json/new?{url}", method="PUT")
+        target = json.load(urllib.request.urlopen(req))
+        ws = await websockets.connect(target["webSocketDebuggerUrl"], max_size=50_000_000)
+        tab = cls(ws)
+        await tab.call("Page.enable")
+        return tab
+
+    async def call(self, method, **params):
+        self.next_id += 1
+        my_id = self.next_id
+        await self.ws.send(json.dumps({"id": my_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(await self.ws.recv())
+            if msg.get("id") == my_id:
+                if "error" in msg:
+                    raise RuntimeError(msg["error"])
+                return msg.get("result", {})
+
+    async def js(self, expression):
+        r = await self.call("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True)
+        return r.get("result", {}).get("value")
+
+    async def wait_for(self, expression, timeout=15):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if await self.js(expression):
+                return True
+            await asyncio.sleep(0.1)
+        raise TimeoutError(f"not true within {timeout}s: {expression}")
+
+    async def screenshot(self, path):
+        r = await self.call("Page.captureScreenshot", format="png")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(r["data"]))
+
+
+async def login(tab, name):
+    await tab.wait_for("document.readyState === 'complete' && !!document.getElementById('connect')")
+    await tab.js(f"document.getElementById('user').value = '{name}'; document.getElementById('connect').click()")
+    await tab.wait_for("document.getElementById('status').textContent.startsWith('connected as')")
+
+
+async def open_and_send(tab, target, text):
+    await tab.js(f"document.getElementById('target').value = '{target}'; "
+                 "document.getElementById('open').requestSubmit()")
+    await tab.wait_for("!document.getElementById('text').disabled")
+    await tab.js(f"document.getElementById('text').value = {json.dumps(text)}; "
+                 "document.getElementById('compose').requestSubmit()")
+
+
+async def main():
+    suffix = uuid.uuid4().hex[:6]
+    alice, bob = f"alice{suffix}", f"bob{suffix}"
+    a = await Tab.open(WARREN + "/")
+    b = await Tab.open(WARREN + "/")
+    await login(a, alice)
+    await login(b, bob)
+    await open_and_send(a, bob, "hello from alice's browser")
+    await b.wait_for("document.getElementById('conversations').textContent.includes('%s')" % alice)
+    await b.js("document.querySelector('#conversations li').click()")
+    await b.wait_for("document.getElementById('messages').textContent.includes(\"hello from alice's browser\")")
+    await open_and_send(b, alice, "hi alice, bob here")
+    await a.wait_for("document.getElementById('messages').textContent.includes('hi alice, bob here')")
+    # A room, live.
+    await open_and_send(a, "room.lobby", "anyone in the lobby?")
+    await a.wait_for("document.getElementById('messages').textContent.includes('anyone in the lobby?')")
+    await a.screenshot(f"{SHOTS}/demo-alice.png")
+    await b.screenshot(f"{SHOTS}/demo-bob.png")
+    print(f"demo check passed: {alice} and {bob} chatted; screenshots in {SHOTS}/demo-*.png")
+
+
+asyncio.run(main())
