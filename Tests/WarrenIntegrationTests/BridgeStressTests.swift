@@ -170,3 +170,35 @@ struct TokenAuthTests {
         #expect(await doomed.closeCode(timeout: .seconds(15)) == 4401)
     }
 }
+
+@Suite("Slow consumers", .serialized)
+struct SlowConsumerTests {
+    /// A client that never reads fills its bounded outbound buffer and is closed with 4008;
+    /// Warren's memory does not grow with it and other sockets carry on.
+    @Test func aSocketThatNeverReadsIsClosedWith4008() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_OUTBOUND_BUFFER_BYTES": "65536"])
+        defer { Task { await warren.stop() } }
+        let room = "room.slow\(UUID().uuidString.prefix(6).lowercased())"
+        let sleeper = try await RawWebSocket.connect(port: warren.port, query: "user=\(uniqueUser("sleepy"))")
+        try await sleeper.sendText(#"{"op":"sub","id":"r","pattern":"\#(room)"}"#)
+        let publisher = try await warren.socket(uniqueUser("talker"))
+        let watcher = try await warren.socket(uniqueUser("watcher"))
+        try await watcher.subscribe("r", room)
+        // Give the sleeper's subscription a moment to be acknowledged by reading until the answer… without
+        // reading: instead publish until Warren reports the slow consumer (bounded by count).
+        let body = String(repeating: "x", count: 8000)
+        var sent = 0
+        while sent < 5000, !warren.process.log.contains("closing a slow consumer") {
+            _ = try await publisher.request(#"{"op":"pub","route":"\#(room)","body":"\#(body)"}"#, expect: "puback")
+            sent += 1
+        }
+        #expect(warren.process.log.contains("closing a slow consumer"), "after \(sent) messages")
+        // Now read everything the sleeper was sent: it ends with a close frame carrying 4008.
+        let code = try await sleeper.readUntilClose()
+        #expect(code == 4008)
+        // The watcher got every message.
+        for _ in 0..<sent { _ = try await watcher.next(op: "msg") }
+        await watcher.close()
+        await publisher.close()
+    }
+}

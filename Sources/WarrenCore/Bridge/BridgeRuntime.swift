@@ -1,5 +1,6 @@
 import AMQPClient
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Per-client limits (DESIGN §4, `[limits]`).
@@ -31,6 +32,11 @@ public final class BridgeRuntime: Sendable {
     public let inbox: InboxSettings
     public let policy: AccessPolicy
     let logger: Logger
+    private let slowConsumers = NIOLockedValueBox(0)
+
+    /// Sockets closed with 4008 so far (exported as a metric by the operations work).
+    public var slowConsumerCount: Int { slowConsumers.withLockedValue { $0 } }
+    func countSlowConsumer() { slowConsumers.withLockedValue { $0 += 1 } }
 
     init(connection: AMQPConnection, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
          inbox: InboxSettings, policy: AccessPolicy, logger: Logger) {

@@ -26,6 +26,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         var badFrameTimes: [Int64] = []
         var pendingPublishes = 0
         var closed = false
+        var slowConsumer = false
     }
 
     private let state = NIOLockedValueBox(State())
@@ -83,7 +84,17 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     }
 
     private func send(_ bytes: [UInt8]) {
-        if !output.send(ByteBuffer(bytes: bytes)) { output.close(code: CloseCode.slowConsumer, reason: "slow consumer") }
+        guard !output.send(ByteBuffer(bytes: bytes)) else { return }
+        let first = state.withLockedValue { s -> Bool in
+            defer { s.slowConsumer = true }
+            return !s.slowConsumer
+        }
+        if first {
+            runtime.countSlowConsumer()
+            logger.warning("closing a slow consumer: its outbound buffer is full",
+                           metadata: ["limit_bytes": "\(runtime.limits.outboundBufferBytes)"])
+            output.close(code: CloseCode.slowConsumer, reason: "slow consumer")
+        }
     }
 
     // MARK: subscriptions

@@ -1,0 +1,88 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A deliberately bad WebSocket client: it does the upgrade by hand and then reads
+/// nothing until asked to, so the server sees a peer that stopped reading.
+final class RawWebSocket: Sendable {
+    let channel: any Channel
+    private let inbound: NIOLockedValueBox<ByteBuffer>
+    private let ended: Mailbox<Bool>
+
+    private init(channel: any Channel, inbound: NIOLockedValueBox<ByteBuffer>, ended: Mailbox<Bool>) {
+        self.channel = channel
+        self.inbound = inbound
+        self.ended = ended
+    }
+
+    final class Collect: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        let box: NIOLockedValueBox<ByteBuffer>
+        let ended: Mailbox<Bool>
+        init(box: NIOLockedValueBox<ByteBuffer>, ended: Mailbox<Bool>) {
+            self.box = box
+            self.ended = ended
+        }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var b = unwrapInboundIn(data)
+            box.withLockedValue { $0.writeBuffer(&b) }
+        }
+        func channelInactive(context: ChannelHandlerContext) {
+            let ended = self.ended
+            Task { await ended.append(true) }
+        }
+    }
+
+    static func connect(port: Int, query: String) async throws -> RawWebSocket {
+        let box = NIOLockedValueBox(ByteBuffer())
+        let ended = Mailbox<Bool>()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.autoRead, value: false)
+            .channelOption(.socketOption(.so_rcvbuf), value: 4096)
+            .channelInitializer { $0.pipeline.addHandler(Collect(box: box, ended: ended)) }
+            .connect(host: "127.0.0.1", port: port).get()
+        let request = "GET /v1/ws?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        try await channel.writeAndFlush(ByteBuffer(string: request))
+        return RawWebSocket(channel: channel, inbound: box, ended: ended)
+    }
+
+    /// Sends one masked text frame.
+    func sendText(_ text: String) async throws {
+        let payload = Array(text.utf8)
+        var frame = ByteBuffer()
+        frame.writeInteger(UInt8(0x81))
+        if payload.count < 126 {
+            frame.writeInteger(UInt8(0x80 | payload.count))
+        } else {
+            frame.writeInteger(UInt8(0x80 | 126))
+            frame.writeInteger(UInt16(payload.count))
+        }
+        let mask: [UInt8] = [1, 2, 3, 4]
+        frame.writeBytes(mask)
+        frame.writeBytes(payload.enumerated().map { $0.element ^ mask[$0.offset % 4] })
+        try await channel.writeAndFlush(frame)
+    }
+
+    /// Starts reading and returns the close code of the server's close frame (nil if none came).
+    func readUntilClose() async throws -> UInt16? {
+        try await channel.setOption(.autoRead, value: true).get()
+        channel.read()
+        _ = await ended.next(timeout: .seconds(60))
+        var data = inbound.withLockedValue { $0 }
+        // Skip the HTTP response.
+        guard let headerEnd = data.readableBytesView.firstRange(of: Array("\r\n\r\n".utf8)) else { return nil }
+        data.moveReaderIndex(to: headerEnd.upperBound)
+        var lastClose: UInt16?
+        while data.readableBytes >= 2 {
+            let b0 = data.readInteger(as: UInt8.self)!
+            let b1 = data.readInteger(as: UInt8.self)!
+            var length = Int(b1 & 0x7F)
+            if length == 126 { guard let l = data.readInteger(as: UInt16.self) else { break }; length = Int(l) }
+            else if length == 127 { guard let l = data.readInteger(as: UInt64.self) else { break }; length = Int(l) }
+            guard let payload = data.readSlice(length: length) else { break }
+            if b0 & 0x0F == 0x8 { lastClose = payload.getInteger(at: payload.readerIndex, as: UInt16.self) }
+        }
+        return lastClose
+    }
+}
