@@ -76,10 +76,13 @@ let package = Package(
             dependencies: ["WarrenCore"]
         ),
         // Broker-backed tests: need the local RabbitMQ (scripts/rabbitmq.sh).
+        // Helpers shared by the broker-backed targets.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
             name: "AMQPIntegrationTests",
             dependencies: [
                 "AMQPClient",
+                "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -88,6 +91,7 @@ let package = Package(
             name: "WarrenIntegrationTests",
             dependencies: [
                 "WarrenCore",
+                "TestSupport",
                 "AMQPClient",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

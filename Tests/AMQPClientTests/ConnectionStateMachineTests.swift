@@ -8,10 +8,10 @@ import Testing
                                                              channelMax: 100, frameMax: 65536)
 
     /// Drives a machine through the handshake with the given server tune proposal.
-    static func open(tune: ConnectionTune = ConnectionTune(channelMax: 2047, frameMax: 131_072, heartbeat: 60))
-        -> ConnectionStateMachine
+    static func open(tune: ConnectionTune = ConnectionTune(channelMax: 2047, frameMax: 131_072, heartbeat: 60),
+                     configuration: ConnectionStateMachine.Configuration = config) -> ConnectionStateMachine
     {
-        var m = ConnectionStateMachine(configuration: config, now: t0)
+        var m = ConnectionStateMachine(configuration: configuration, now: t0)
         _ = m.connected()
         _ = m.frameReceived(.method(channel: 0, .connectionStart(ConnectionStart())))
         _ = m.frameReceived(.method(channel: 0, .connectionTune(tune)))
@@ -100,11 +100,7 @@ import Testing
     @Test func noHeartbeatsWhenDisabled() {
         var c = Self.config
         c.heartbeat = 0
-        var m = ConnectionStateMachine(configuration: c, now: Self.t0)
-        _ = m.connected()
-        _ = m.frameReceived(.method(channel: 0, .connectionStart(ConnectionStart())))
-        _ = m.frameReceived(.method(channel: 0, .connectionTune(ConnectionTune(channelMax: 0, frameMax: 0, heartbeat: 0))))
-        _ = m.frameReceived(.method(channel: 0, .connectionOpenOk))
+        var m = Self.open(tune: ConnectionTune(channelMax: 0, frameMax: 0, heartbeat: 0), configuration: c)
         #expect(m.heartbeatTick(now: Self.t0 + .hours(1)) == .none)
     }
 

@@ -1,5 +1,6 @@
 import AMQPClient
 import Foundation
+import TestSupport
 import Logging
 import NIOCore
 
@@ -30,23 +31,7 @@ enum Broker {
 
     /// Runs rabbitmqctl through the project's script.
     @discardableResult
-    static func ctl(_ args: String...) throws -> String {
-        let process = Process()
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        process.executableURL = root.appendingPathComponent("scripts/rabbitmq.sh")
-        process.arguments = ["ctl"] + args
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let out = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else { throw CtlError(output: out) }
-        return out
-    }
-
-    struct CtlError: Error { let output: String }
+    static func ctl(_ args: String...) throws -> String { try TestEnvironment.rabbitmqctl(args) }
 }
 
 extension AMQPConnection {

@@ -1,5 +1,6 @@
 import AMQPClient
 import Foundation
+import TestSupport
 
 /// A Warren process of its own for one test: its own port, exchange and node id.
 struct WarrenInstance {
@@ -46,18 +47,5 @@ func uniqueUser(_ base: String) -> String { "\(base)\(UUID().uuidString.prefix(6
 /// rabbitmqctl through the project's script.
 enum Broker {
     @discardableResult
-    static func ctl(_ args: String...) throws -> String {
-        let process = Process()
-        process.executableURL = WarrenProcess.packageRoot.appendingPathComponent("scripts/rabbitmq.sh")
-        process.arguments = ["ctl"] + args
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let out = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else { throw SocketError(description: "rabbitmqctl failed: \(out)") }
-        return out
-    }
+    static func ctl(_ args: String...) throws -> String { try TestEnvironment.rabbitmqctl(args) }
 }

@@ -1,11 +1,10 @@
 import Foundation
+import TestSupport
 import NIOConcurrencyHelpers
 
 /// Runs the built `warren` executable as a child process and watches its log.
 final class WarrenProcess: @unchecked Sendable {
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    }
+    static var packageRoot: URL { TestEnvironment.packageRoot }
 
     static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["WARREN_BINARY"] { return URL(fileURLWithPath: path) }

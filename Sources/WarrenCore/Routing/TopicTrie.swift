@@ -68,31 +68,17 @@ public final class TopicTrie<Subscriber: Hashable> {
     /// (the caller unbinds it on the broker then).
     @discardableResult
     public func remove(_ pattern: TopicPattern, _ subscriber: Subscriber) -> Bool {
-        var path: [(Node, TopicPattern.Word)] = []
-        var node = root
-        for word in pattern.words {
-            let next: Node?
-            switch word {
-            case .literal(let w): next = node.children[w]
-            case .star: next = node.star
-            case .hash: next = node.hash
-            }
-            guard let next else { return false }
-            path.append((node, word))
-            node = next
-        }
+        guard let path = walk(pattern), let node = path.last?.child else { return false }
         guard node.subscribers.remove(subscriber) != nil else { return false }
         let left = counts[pattern.value, default: 1] - 1
         counts[pattern.value] = left == 0 ? nil : left
         // Prune empty nodes so memory follows the live patterns.
-        var child = node
-        for (parent, word) in path.reversed() where child.isEmpty {
-            switch word {
-            case .literal(let w): parent.children[w] = nil
-            case .star: parent.star = nil
-            case .hash: parent.hash = nil
+        for step in path.reversed() where step.child.isEmpty {
+            switch step.word {
+            case .literal(let w): step.parent.children[w] = nil
+            case .star: step.parent.star = nil
+            case .hash: step.parent.hash = nil
             }
-            child = parent
         }
         return left == 0
     }
@@ -137,6 +123,12 @@ public final class TopicTrie<Subscriber: Hashable> {
     }
 
     private func find(_ pattern: TopicPattern) -> Node? {
+        pattern.words.isEmpty ? root : walk(pattern)?.last?.child
+    }
+
+    /// The existing nodes along a pattern's words, or nil where the path breaks off.
+    private func walk(_ pattern: TopicPattern) -> [(parent: Node, word: TopicPattern.Word, child: Node)]? {
+        var path: [(parent: Node, word: TopicPattern.Word, child: Node)] = []
         var node = root
         for word in pattern.words {
             let next: Node?
@@ -146,9 +138,10 @@ public final class TopicTrie<Subscriber: Hashable> {
             case .hash: next = node.hash
             }
             guard let next else { return nil }
+            path.append((node, word, next))
             node = next
         }
-        return node
+        return path
     }
 }
 
