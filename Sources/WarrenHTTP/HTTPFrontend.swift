@@ -10,10 +10,16 @@ import Foundation
 public enum HTTPFrontend {
     /// Builds the HTTP application serving `configuration.http.listen`, running the broker link beside it.
     public static func application(configuration: BridgeConfiguration, link: BrokerLink, tokens: TokenAuthority?,
-                                   logger: Logger) -> some ApplicationProtocol
+                                   sessions: PollSessionCodec, logger: Logger) -> some ApplicationProtocol
     {
         let authenticator = Authenticator(configuration: configuration, tokens: tokens)
         let router = Router()
+        switch configuration.poll.corsOrigin {
+        case "": break
+        case "*": router.add(middleware: CORSMiddleware(allowOrigin: .all, allowMethods: [.get, .post, .delete, .head, .options]))
+        case let origin: router.add(middleware: CORSMiddleware(allowOrigin: .oneOf(origin), allowMethods: [.get, .post, .delete, .head, .options]))
+        }
+        PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions).register(on: router)
         router.get("healthz") { _, _ in "ok\n" }
         router.get("readyz") { _, _ -> Response in
             link.isReady

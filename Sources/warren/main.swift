@@ -50,7 +50,8 @@ struct Serve: AsyncParsableCommand {
         }
         let tokens = config.auth.secret.utf8.count >= 32 ? await TokenAuthority.hs256(secret: config.auth.secret) : nil
         let link = BrokerLink(configuration: config, logger: logger)
-        let app = HTTPFrontend.application(configuration: config, link: link, tokens: tokens, logger: logger)
+        let sessions = await PollSessionCodec.make(secret: config.auth.secret)
+        let app = HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions, logger: logger)
         try await app.runService()
         logger.info("warren stopped")
     }

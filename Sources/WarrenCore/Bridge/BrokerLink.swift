@@ -14,7 +14,7 @@ import Glibc
 /// recovery; readiness follows the connection state.
 public final class BrokerLink: Service, Sendable {
     public let configuration: BridgeConfiguration
-    let logger: Logger
+    public let logger: Logger
     private let state = NIOLockedValueBox<(connection: AMQPConnection?, topologyReady: Bool, runtime: BridgeRuntime?)>((nil, false, nil))
     /// This node's id (its live queue is `warren.live.<id>`).
     public let nodeID: String

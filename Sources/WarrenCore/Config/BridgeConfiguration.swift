@@ -56,6 +56,7 @@ public struct BridgeConfiguration: Sendable {
     public var websocket = WebSocket()
     public var inbox = InboxSettings()
     public var limits = BridgeLimits()
+    public var poll = PollSettings()
     /// Serve the demo page at `/`.
     public var demo = true
     /// This process's name among Warren nodes (used in its live queue's name).
@@ -149,6 +150,12 @@ public struct BridgeConfiguration: Sendable {
             throw source.error("inbox", "queue_type", "must be classic or quorum")
         }
 
+        config.poll.sessionTTL = try source.int("poll", "session_ttl", default: config.poll.sessionTTL, range: 5...86_400)
+        config.poll.maxWait = try source.int("poll", "max_wait", default: config.poll.maxWait, range: 0...300)
+        config.poll.maxBatch = try source.int("poll", "max_batch", default: config.poll.maxBatch, range: 1...10_000)
+        config.poll.lease = try source.int("poll", "lease", default: config.poll.lease, range: 1...3600)
+        config.poll.corsOrigin = try source.string("http", "cors_origin", default: config.poll.corsOrigin)
+
         config.limits.maxMessageBytes = try source.int("limits", "max_message_bytes", default: config.limits.maxMessageBytes,
                                                        range: 256...(16 << 20))
         config.limits.maxFrameBytes = try source.int("limits", "max_frame_bytes", default: config.limits.maxFrameBytes,
@@ -162,7 +169,7 @@ public struct BridgeConfiguration: Sendable {
                                                            range: 1...100_000)
 
         if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
-                                                            "inbox", "limits"]).first { throw unknown }
+                                                            "inbox", "limits", "poll"]).first { throw unknown }
         return config
     }
 }

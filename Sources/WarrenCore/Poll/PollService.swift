@@ -1,0 +1,329 @@
+import AMQPClient
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One message in a poll answer.
+public struct PollMessage: Sendable {
+    public var sub: String
+    public var envelope: ByteBuffer
+    public var redelivered: Bool
+}
+
+/// HTTP polling sessions (DESIGN §5), served by any node.
+///
+/// A session is a durable queue with `x-expires` (its live patterns) plus, for
+/// inbox subscriptions, the user's inbox queue. A poll first takes what is
+/// waiting (`basic.get`), and if nothing is, waits on consumers that wake it
+/// on the first delivery — no sleeping, no thread held. What a poll hands out
+/// is leased: acked to RabbitMQ when the client acks the cursor, handed back
+/// when the lease runs out (so a client that moved to another node still gets it).
+public final class PollService: Sendable {
+    let runtime: BridgeRuntime
+    let settings: PollSettings
+    let codec: PollSessionCodec
+    let nodeID: String
+    let logger: Logger
+    let ids = UUIDv7Generator()
+    private let sessions = NIOLockedValueBox<[String: NodeSession]>([:])
+
+    public init(runtime: BridgeRuntime, settings: PollSettings, codec: PollSessionCodec, nodeID: String, logger: Logger) {
+        self.runtime = runtime
+        self.settings = settings
+        self.codec = codec
+        self.nodeID = nodeID
+        self.logger = logger
+    }
+
+    var sessionArguments: FieldTable { ["x-expires": .int64(Int64(settings.sessionTTL) * 1000)] }
+
+    // MARK: create / delete
+
+    /// `POST /v1/poll`: checks every subscription against the ACL, creates the queues, returns the session.
+    public func create(user: String, device: String, rules: AccessRules, subscriptions: [PollSubscription])
+        async throws(ProtocolError) -> (session: String, expiresIn: Int)
+    {
+        guard !subscriptions.isEmpty else { throw ProtocolError(.badFrame, "subscriptions must not be empty", ref: nil) }
+        guard subscriptions.count <= runtime.limits.maxSubscriptions else {
+            throw ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per session", ref: nil)
+        }
+        var seen = Set<String>()
+        var parsed: [(PollSubscription, TopicPattern, SubscriptionMode)] = []
+        for s in subscriptions {
+            guard !s.id.isEmpty, s.id.utf8.count <= 64 else { throw ProtocolError(.badFrame, "subscription ids are 1-64 bytes", ref: s.id) }
+            guard seen.insert(s.id).inserted else { throw ProtocolError(.conflict, "duplicate subscription id", ref: s.id) }
+            guard let mode = SubscriptionMode(rawValue: s.mode) else { throw ProtocolError(.badFrame, "mode must be live or inbox", ref: s.id) }
+            let pattern: TopicPattern
+            do { pattern = try TopicPattern(s.pattern) } catch { throw ProtocolError(.badRoute, error.description, ref: s.id) }
+            guard rules.canSubscribe(pattern) else { throw ProtocolError(.forbidden, "not allowed to subscribe to \(s.pattern)", ref: s.id) }
+            parsed.append((s, pattern, mode))
+        }
+        let descriptor = PollSessionDescriptor(id: Self.randomID(), user: user, device: device, subscriptions: subscriptions)
+        do {
+            let channel = try await runtime.connection.openChannel()
+            defer { Task { try? await channel.close() } }
+            try await channel.queueDeclare(descriptor.queue, durable: true, arguments: sessionArguments, recordForRecovery: false)
+            let inboxQueue = InboxSettings.queueName(user: user, device: device)
+            if parsed.contains(where: { $0.2 == .inbox }) {
+                try await channel.queueDeclare(inboxQueue, durable: true, arguments: runtime.inbox.arguments, recordForRecovery: false)
+            }
+            for (_, pattern, mode) in parsed {
+                try await channel.queueBind(queue: mode == .live ? descriptor.queue : inboxQueue, exchange: runtime.exchange,
+                                            routingKey: pattern.value, recordForRecovery: false)
+            }
+            return (try await codec.encode(descriptor), settings.sessionTTL)
+        } catch {
+            logger.warning("poll session setup failed", metadata: ["error": "\(error)"])
+            throw ProtocolError(.unavailable, "the broker could not set up the session", ref: nil)
+        }
+    }
+
+    /// `DELETE /v1/poll/<session>`: deletes the session's queue (an inbox is kept).
+    public func delete(session token: String, user: String) async throws(ProtocolError) {
+        let d = try await descriptor(token, user: user)
+        let state = sessions.withLockedValue { $0.removeValue(forKey: d.id) }
+        await state?.close()
+        do {
+            let channel = try await runtime.connection.openChannel()
+            defer { Task { try? await channel.close() } }
+            try await channel.queueDelete(d.queue)
+        } catch {
+            throw ProtocolError(.unavailable, "the broker could not delete the session", ref: nil)
+        }
+    }
+
+    /// `POST /v1/poll/<session>/ack` (and `?ack=` on a poll): acks what the answers up to `cursor` delivered.
+    public func ack(session token: String, user: String, cursor: String) async throws(ProtocolError) {
+        let d = try await descriptor(token, user: user)
+        sessions.withLockedValue { $0[d.id] }?.ack(cursor: cursor)
+    }
+
+    // MARK: polling
+
+    /// `GET /v1/poll/<session>`: up to `max` messages, waiting up to `wait` seconds for the first.
+    public func poll(session token: String, user: String, wait: Int, max: Int, ack cursor: String?)
+        async throws(ProtocolError) -> (messages: [PollMessage], cursor: String)
+    {
+        let d = try await descriptor(token, user: user)
+        let state = try await nodeSession(d)
+        if let cursor { state.ack(cursor: cursor) }
+        let wait = min(wait, settings.maxWait)
+        let max = Swift.max(1, min(max, settings.maxBatch))
+        do {
+            return try await state.serial.run { [self] in
+                let deliveries = try await state.take(max: max, wait: .seconds(Int64(wait)))
+                let cursor = state.lease(deliveries, for: .seconds(Int64(settings.lease)))
+                return (deliveries.map { message($0, d) }, cursor)
+            }
+        } catch let error as ProtocolError {
+            throw error
+        } catch {
+            // The session's channel broke (its queue expired or was deleted, or the link dropped):
+            // forget it and close its channel, so nothing stays leased or consuming on it.
+            if let dropped = sessions.withLockedValue({ $0.removeValue(forKey: d.id) }) { await dropped.close() }
+            if case AMQPError.channelClosed(let reason) = error, reason.replyCode == ReplyCode.notFound {
+                throw ProtocolError(.notFound, "no such session (expired or deleted)", ref: nil)
+            }
+            throw ProtocolError(.unavailable, "the broker could not serve the poll", ref: nil)
+        }
+    }
+
+    private func message(_ delivery: (queue: String, message: AMQPMessage), _ d: PollSessionDescriptor) -> PollMessage {
+        let m = delivery.message
+        let envelope: ByteBuffer
+        switch EnvelopeAMQPMapping.incoming(body: m.body, properties: m.properties, routingKey: m.routingKey,
+                                            nowMilliseconds: Clock.milliseconds(),
+                                            newID: { ids.next(nowMilliseconds: UInt64(Clock.milliseconds())) }) {
+        case .passthrough(let bytes): envelope = bytes
+        case .translated(let e): envelope = ByteBuffer(bytes: e.encoded())
+        }
+        let mode: SubscriptionMode = delivery.queue == d.queue ? .live : .inbox
+        let key = try? RouteKey(m.routingKey)
+        let candidates = d.subscriptions.filter { $0.mode == mode.rawValue }
+        let match = candidates.first { s in key.map { (try? TopicPattern(s.pattern))?.matches($0) ?? false } ?? false }
+        let sub = match ?? candidates.first
+        return PollMessage(sub: sub.map { $0.id.isEmpty ? $0.pattern : $0.id } ?? m.routingKey, envelope: envelope,
+                           redelivered: m.redelivered)
+    }
+
+    private func descriptor(_ token: String, user: String) async throws(ProtocolError) -> PollSessionDescriptor {
+        // A session that is not the caller's is as unknown as one that does not exist.
+        guard let d = await codec.decode(token), d.user == user else {
+            throw ProtocolError(.notFound, "no such session", ref: nil)
+        }
+        return d
+    }
+
+    private func nodeSession(_ d: PollSessionDescriptor) async throws(ProtocolError) -> NodeSession {
+        if let existing = sessions.withLockedValue({ $0[d.id] }) { return existing }
+        let channel: AMQPChannel
+        do {
+            channel = try await runtime.connection.openChannel()
+            // The session must still exist: a passive declare fails with 404 otherwise.
+            try await channel.queueDeclare(d.queue, passive: true)
+        } catch AMQPError.channelClosed(let reason) where reason.replyCode == ReplyCode.notFound {
+            throw ProtocolError(.notFound, "no such session (expired or deleted)", ref: nil)
+        } catch {
+            throw ProtocolError(.unavailable, "the broker is not reachable", ref: nil)
+        }
+        var queues = [d.queue]
+        if d.subscriptions.contains(where: { $0.mode == SubscriptionMode.inbox.rawValue }) {
+            queues.insert(InboxSettings.queueName(user: d.user, device: d.device), at: 0)
+        }
+        let state = NodeSession(id: d.id, nodeID: nodeID, channel: channel, queues: queues)
+        let winner = sessions.withLockedValue { s -> NodeSession in
+            if let other = s[d.id] { return other }
+            s[d.id] = state
+            return state
+        }
+        if winner !== state { await state.close() }
+        return winner
+    }
+
+    static func randomID() -> String {
+        var rng = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(rng.next(), radix: 16).leftPadded(to: 16) }.joined()
+    }
+}
+
+extension String {
+    func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
+}
+
+/// A session's state on this node: its channel, the leased batches, a serial lane for polls.
+final class NodeSession: Sendable {
+    let id: String
+    let nodeID: String
+    let channel: AMQPChannel
+    /// Inbox queue first (if any), then the session's own queue.
+    let queues: [String]
+    let serial = SerialExecutor()
+    private let batches = NIOLockedValueBox<(next: UInt64, leased: [UInt64: [DeliveryTag]])>((1, [:]))
+
+    init(id: String, nodeID: String, channel: AMQPChannel, queues: [String]) {
+        self.id = id
+        self.nodeID = nodeID
+        self.channel = channel
+        self.queues = queues
+    }
+
+    /// What is waiting now, or — if nothing is and `wait` > 0 — what arrives first.
+    func take(max: Int, wait: Duration) async throws -> [(queue: String, message: AMQPMessage)] {
+        var taken: [(queue: String, message: AMQPMessage)] = []
+        for queue in queues {
+            while taken.count < max, let m = try await channel.get(queue: queue) { taken.append((queue, m)) }
+        }
+        guard taken.isEmpty, wait > .zero else { return taken }
+
+        // Nothing waiting: consume until the first delivery or the deadline.
+        let waiter = FirstDeliveryWaiter(limit: max)
+        try await channel.basicQos(prefetchCount: UInt16(clamping: max))
+        var tags: [String] = []
+        for queue in queues {
+            tags.append(try await channel.consume(queue: queue, sink: waiter.sink(for: queue)))
+        }
+        await waiter.wait(timeout: wait)
+        for tag in tags { try await channel.cancel(consumerTag: tag) }
+        let (kept, extra) = waiter.drain()
+        for m in extra { channel.reject(m.message.deliveryTag, requeue: true) }
+        return kept
+    }
+
+    /// Leases `deliveries` under a new cursor; they go back to RabbitMQ when the lease runs out.
+    func lease(_ deliveries: [(queue: String, message: AMQPMessage)], for duration: Duration) -> String {
+        let seq = batches.withLockedValue { b -> UInt64 in
+            let seq = b.next
+            b.next += 1
+            if !deliveries.isEmpty { b.leased[seq] = deliveries.map(\.message.deliveryTag) }
+            return seq
+        }
+        if !deliveries.isEmpty {
+            Task { [weak self] in
+                try? await Task.sleep(for: duration)
+                self?.expire(seq)
+            }
+        }
+        return "\(nodeID).\(seq)"
+    }
+
+    /// Acks every batch up to `cursor`, if the cursor is this node's; otherwise a no-op.
+    func ack(cursor: String) {
+        guard let dot = cursor.lastIndex(of: "."), cursor[..<dot] == nodeID, let seq = UInt64(cursor[cursor.index(after: dot)...]) else {
+            return
+        }
+        let tags = batches.withLockedValue { b -> [DeliveryTag] in
+            let due = b.leased.keys.filter { $0 <= seq }
+            return due.flatMap { b.leased.removeValue(forKey: $0) ?? [] }
+        }
+        for tag in tags { channel.ack(tag) }
+    }
+
+    private func expire(_ seq: UInt64) {
+        guard let tags = batches.withLockedValue({ $0.leased.removeValue(forKey: seq) }) else { return }
+        for tag in tags { channel.nack(tag, requeue: true) }
+    }
+
+    func close() async { try? await channel.close() }
+}
+
+/// Collects deliveries from a poll's temporary consumers and wakes the poll on the first.
+final class FirstDeliveryWaiter: Sendable {
+    private let state = NIOLockedValueBox<(items: [(queue: String, message: AMQPMessage)], waiter: CheckedContinuation<Void, Never>?, woken: Bool)>(([], nil, false))
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    final class Sink: AMQPDeliverySink {
+        let waiter: FirstDeliveryWaiter
+        let queue: String
+        init(waiter: FirstDeliveryWaiter, queue: String) {
+            self.waiter = waiter
+            self.queue = queue
+        }
+        func deliver(_ message: AMQPMessage) { waiter.add(queue, message) }
+        func finish(_ error: AMQPError?) { waiter.wake() }
+    }
+
+    func sink(for queue: String) -> Sink { Sink(waiter: self, queue: queue) }
+
+    func add(_ queue: String, _ message: AMQPMessage) {
+        state.withLockedValue { $0.items.append((queue, message)) }
+        wake()
+    }
+
+    func wake() {
+        let w = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
+            s.woken = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        w?.resume()
+    }
+
+    func wait(timeout: Duration) async {
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            self?.wake()
+        }
+        defer { timer.cancel() }
+        await withCheckedContinuation { c in
+            let already = state.withLockedValue { s -> Bool in
+                if s.woken { return true }
+                s.waiter = c
+                return false
+            }
+            if already { c.resume() }
+        }
+    }
+
+    /// The first `limit` deliveries, and any beyond (to be handed back).
+    func drain() -> (kept: [(queue: String, message: AMQPMessage)], extra: [(queue: String, message: AMQPMessage)]) {
+        state.withLockedValue { s in
+            let kept = Array(s.items.prefix(limit))
+            let extra = Array(s.items.dropFirst(limit))
+            s.items.removeAll()
+            return (kept, extra)
+        }
+    }
+}

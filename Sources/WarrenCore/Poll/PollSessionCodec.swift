@@ -1,0 +1,65 @@
+import Foundation
+import JWTKit
+
+/// One subscription of a poll session.
+public struct PollSubscription: Sendable, Equatable, Codable {
+    public var id: String
+    public var pattern: String
+    public var mode: String
+
+    public init(id: String, pattern: String, mode: String) {
+        self.id = id
+        self.pattern = pattern
+        self.mode = mode
+    }
+}
+
+/// What a session token carries, so that any node can serve any session.
+public struct PollSessionDescriptor: Sendable, Equatable {
+    /// Random; names the session's queue `warren.poll.<id>`.
+    public var id: String
+    public var user: String
+    public var device: String
+    public var subscriptions: [PollSubscription]
+
+    public var queue: String { "warren.poll.\(id)" }
+}
+
+struct PollSessionClaims: JWTPayload {
+    var sub: SubjectClaim
+    var sid: String
+    var dev: String
+    var subs: [PollSubscription]
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// Turns a session descriptor into the opaque session string and back.
+///
+/// The string is an HS256-signed JWT, so a node can trust the user, device and
+/// subscriptions it names without any shared store; the session's liveness is its
+/// queue on the broker. The key is `auth.secret` when set (every node shares it),
+/// else a fixed development key — acceptable only because `auth.mode = "none"`
+/// trusts `?user=` anyway.
+public final class PollSessionCodec: Sendable {
+    static let developmentKey = "warren-development-poll-session-key-not-secret"
+    let keys: JWTKeyCollection
+
+    private init(keys: JWTKeyCollection) { self.keys = keys }
+
+    public static func make(secret: String) async -> PollSessionCodec {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret.utf8.count >= 32 ? secret : developmentKey), digestAlgorithm: .sha256)
+        return PollSessionCodec(keys: keys)
+    }
+
+    public func encode(_ d: PollSessionDescriptor) async throws -> String {
+        try await keys.sign(PollSessionClaims(sub: SubjectClaim(value: d.user), sid: d.id, dev: d.device, subs: d.subscriptions))
+    }
+
+    /// The descriptor, or nil for anything that is not a session this deployment issued.
+    public func decode(_ token: String) async -> PollSessionDescriptor? {
+        guard token.utf8.count < 16_384, let c = try? await keys.verify(token, as: PollSessionClaims.self) else { return nil }
+        guard RouteKey.isValidWord(c.sid), RouteKey.isValidWord(c.sub.value), RouteKey.isValidWord(c.dev) else { return nil }
+        return PollSessionDescriptor(id: c.sid, user: c.sub.value, device: c.dev, subscriptions: c.subs)
+    }
+}

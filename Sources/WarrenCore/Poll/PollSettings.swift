@@ -1,0 +1,15 @@
+/// `[poll]`: HTTP polling sessions (DESIGN §5).
+public struct PollSettings: Sendable, Equatable {
+    /// Seconds a session's queue lives unused (`x-expires`).
+    public var sessionTTL: Int = 120
+    /// Longest `wait` honoured, in seconds (larger values are clamped).
+    public var maxWait: Int = 30
+    /// Most messages one answer carries (larger `max` values are clamped).
+    public var maxBatch: Int = 100
+    /// Seconds a delivered batch stays leased before it is handed back to RabbitMQ.
+    public var lease: Int = 60
+    /// `Access-Control-Allow-Origin` for browsers on other origins: "" (off), "*", or one origin.
+    public var corsOrigin: String = ""
+
+    public init() {}
+}

@@ -1,0 +1,196 @@
+import Foundation
+import Hummingbird
+import NIOConcurrencyHelpers
+import NIOCore
+import WarrenCore
+
+/// The HTTP polling frontend (DESIGN §5): sessions, long-polls, acks, and `POST /v1/messages`.
+struct PollRoutes: Sendable {
+    let configuration: BridgeConfiguration
+    let link: BrokerLink
+    let authenticator: Authenticator
+    let codec: PollSessionCodec
+    /// One poll service per bridge runtime (the runtime is created when the broker link is up).
+    private let cachedService = NIOLockedValueBox<(runtime: ObjectIdentifier, service: PollService)?>(nil)
+
+    init(configuration: BridgeConfiguration, link: BrokerLink, authenticator: Authenticator, codec: PollSessionCodec) {
+        self.configuration = configuration
+        self.link = link
+        self.authenticator = authenticator
+        self.codec = codec
+    }
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.post("v1/poll") { request, _ in await respond { try await create(request) } }
+        router.get("v1/poll/:session") { request, context in
+            await respond { try await poll(request, session: context.parameters.get("session") ?? "") }
+        }
+        router.post("v1/poll/:session/ack") { request, context in
+            await respond { try await ack(request, session: context.parameters.get("session") ?? "") }
+        }
+        router.delete("v1/poll/:session") { request, context in
+            await respond { try await delete(request, session: context.parameters.get("session") ?? "") }
+        }
+        router.post("v1/messages") { request, _ in await respond { try await publish(request) } }
+    }
+
+    // MARK: handlers
+
+    private func create(_ request: Request) async throws -> Response {
+        let (identity, rules, _, _) = try await authenticate(request)
+        let json = try await jsonBody(request)
+        guard case .array(let list) = json["subscriptions"] ?? .null else {
+            throw ProtocolError(.badFrame, "subscriptions must be a list", ref: nil)
+        }
+        var subscriptions: [PollSubscription] = []
+        for item in list {
+            guard let pattern = item["pattern"]?.stringValue else { throw ProtocolError(.badFrame, "each subscription needs a pattern", ref: nil) }
+            let id = item["id"]?.stringValue ?? pattern
+            subscriptions.append(PollSubscription(id: id, pattern: pattern, mode: item["mode"]?.stringValue ?? "live"))
+        }
+        var device = identity.device
+        if let d = json["device"]?.stringValue {
+            guard RouteKey.isValidWord(d) else { throw ProtocolError(.badFrame, "device must be a word of [A-Za-z0-9_-]", ref: nil) }
+            device = d
+        }
+        let (session, expiresIn) = try await service().create(user: identity.user, device: device, rules: rules,
+                                                             subscriptions: subscriptions)
+        var w = JSONWriter()
+        w.raw("{\"session\":")
+        w.string(session)
+        w.raw(",\"expires_in\":")
+        w.int(Int64(expiresIn))
+        w.raw("}")
+        return jsonResponse(201, w.bytes)
+    }
+
+    private func poll(_ request: Request, session: String) async throws -> Response {
+        let (identity, _, query, _) = try await authenticate(request)
+        let wait = try nonNegative(query.items["wait"], name: "wait", default: 0)
+        let max = try nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch)
+        let (messages, cursor) = try await cancelWhenGracefulShutdownOrEnd {
+            try await service().poll(session: session, user: identity.user, wait: wait, max: max, ack: query.items["ack"])
+        }
+        var body = ByteBuffer()
+        body.writeString("{\"messages\":[")
+        for (k, m) in messages.enumerated() {
+            if k > 0 { body.writeString(",") }
+            var w = JSONWriter()
+            w.raw("{\"sub\":")
+            w.string(m.sub)
+            w.raw(",\"env\":")
+            body.writeBytes(w.bytes)
+            body.writeImmutableBuffer(m.envelope)
+            body.writeString(m.redelivered ? ",\"redelivered\":true}" : "}")
+        }
+        var w = JSONWriter()
+        w.raw("],\"cursor\":")
+        w.string(cursor)
+        w.raw("}")
+        body.writeBytes(w.bytes)
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+    }
+
+    private func ack(_ request: Request, session: String) async throws -> Response {
+        let (identity, _, _, _) = try await authenticate(request)
+        let json = try await jsonBody(request)
+        guard let cursor = json["cursor"]?.stringValue else { throw ProtocolError(.badFrame, "cursor must be a string", ref: nil) }
+        try await service().ack(session: session, user: identity.user, cursor: cursor)
+        return Response(status: .noContent)
+    }
+
+    private func delete(_ request: Request, session: String) async throws -> Response {
+        let (identity, _, _, _) = try await authenticate(request)
+        try await service().delete(session: session, user: identity.user)
+        return Response(status: .noContent)
+    }
+
+    private func publish(_ request: Request) async throws -> Response {
+        let (identity, rules, _, _) = try await authenticate(request)
+        let json = try await jsonBody(request)
+        guard case .object = json else { throw ProtocolError(.badFrame, "the body must be a JSON object", ref: nil) }
+        let publish = try PublishRequest.parse(json)
+        for route in publish.routes where !rules.canPublish(route) {
+            throw ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: publish.cid)
+        }
+        guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
+        let ids = try await runtime.publisher.publish(publish, from: identity.user, via: .poll,
+                                                      maxMessageBytes: runtime.limits.maxMessageBytes)
+        var w = JSONWriter()
+        if publish.multicast {
+            w.raw("{\"ids\":")
+            w.value(.array(ids.map { .string($0) }))
+            w.raw(",\"routes\":")
+            w.value(.array(publish.routes.map { .string($0.value) }))
+        } else {
+            w.raw("{\"id\":")
+            w.string(ids[0])
+            w.raw(",\"route\":")
+            w.string(publish.routes[0].value)
+        }
+        w.raw("}")
+        return jsonResponse(202, w.bytes)
+    }
+
+    // MARK: plumbing
+
+    private func service() throws(ProtocolError) -> PollService {
+        guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
+        let id = ObjectIdentifier(runtime)
+        return cachedService.withLockedValue { cached in
+            if let cached, cached.runtime == id { return cached.service }
+            let s = PollService(runtime: runtime, settings: configuration.poll, codec: codec, nodeID: link.nodeID,
+                                logger: link.logger)
+            cached = (id, s)
+            return s
+        }
+    }
+
+    private func authenticate(_ request: Request) async throws -> (ClientIdentity, AccessRules, Query, Date?) {
+        let query = Query(target: request.uri.description)
+        do {
+            let (identity, rules, expiresAt) = try await authenticator.authenticate(query: query, authorization: request.headers[.authorization])
+            return (identity, rules, query, expiresAt)
+        } catch {
+            throw ProtocolError(error.code, error.message, ref: nil)
+        }
+    }
+
+    private func jsonBody(_ request: Request) async throws -> JSONValue {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.limits.maxFrameBytes)
+        } catch {
+            throw ProtocolError(.tooLarge, "the request body exceeds \(configuration.limits.maxFrameBytes) bytes", ref: nil)
+        }
+        do { return try JSONParser.parse(buffer.readableBytesView) } catch {
+            throw ProtocolError(.badFrame, "the body is not JSON: \(error)", ref: nil)
+        }
+    }
+
+    private func nonNegative(_ raw: String?, name: String, default value: Int) throws(ProtocolError) -> Int {
+        guard let raw else { return value }
+        guard let n = Int(raw), n >= 0 else { throw ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil) }
+        return n
+    }
+
+    private func jsonResponse(_ status: Int, _ bytes: [UInt8]) -> Response {
+        Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// Runs a handler, turning `ProtocolError`s into the JSON error bodies of DESIGN §5.
+    private func respond(_ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch let error as ProtocolError {
+            return HTTPFrontend.errorResponse(error.code.httpStatus, error.code, error.message)
+        } catch {
+            return HTTPFrontend.errorResponse(500, .internal, "\(error)")
+        }
+    }
+}
+
+/// Long-polls end early (with what they have) when the process shuts down.
+func cancelWhenGracefulShutdownOrEnd<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await body()
+}
