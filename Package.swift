@@ -62,6 +62,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // examples/: a bot that joins conversations over plain AMQP (see README).
+        .executableTarget(
+            name: "warren-echo-bot",
+            dependencies: [
+                "AMQPClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "examples/EchoBot"
+        ),
         // Unit tests: no I/O, run in seconds.
         .testTarget(
             name: "AMQPClientTests",
@@ -97,6 +107,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
     ]

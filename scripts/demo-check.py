@@ -57,10 +57,12 @@ class Tab:
             f.write(base64.b64decode(r["data"]))
 
 
-async def login(tab, name):
+async def login(tab, name, transport="ws"):
     await tab.wait_for("document.readyState === 'complete' && !!document.getElementById('connect')")
-    await tab.js(f"document.getElementById('user').value = '{name}'; document.getElementById('connect').click()")
-    await tab.wait_for("document.getElementById('status').textContent.startsWith('connected as')")
+    await tab.js(f"document.getElementById('user').value = '{name}'; "
+                 f"document.getElementById('transport').value = '{transport}'; document.getElementById('connect').click()")
+    ready = "connected as" if transport == "ws" else "long-polling as"
+    await tab.wait_for(f"document.getElementById('status').textContent.startsWith('{ready}')")
 
 
 async def open_and_send(tab, target, text):
@@ -87,9 +89,21 @@ async def main():
     # A room, live.
     await open_and_send(a, "room.lobby", "anyone in the lobby?")
     await a.wait_for("document.getElementById('messages').textContent.includes('anyone in the lobby?')")
+    # carol long-polls and talks with alice's socket.
+    carol = f"carol{suffix}"
+    c = await Tab.open(WARREN + "/")
+    await login(c, carol, transport="poll")
+    await open_and_send(c, alice, "carol here, over long-polling")
+    await a.wait_for("document.getElementById('conversations').textContent.includes('%s')" % carol)
+    await a.js("[...document.querySelectorAll('#conversations li')].find(li => li.textContent.includes('%s')).click()" % carol)
+    await a.wait_for("document.getElementById('messages').textContent.includes('carol here, over long-polling')")
+    await open_and_send(a, carol, "alice's socket answers the poller")
+    await c.wait_for("document.getElementById('messages').textContent.includes(\"alice's socket answers the poller\")")
     await a.screenshot(f"{SHOTS}/demo-alice.png")
     await b.screenshot(f"{SHOTS}/demo-bob.png")
-    print(f"demo check passed: {alice} and {bob} chatted; screenshots in {SHOTS}/demo-*.png")
+    await c.screenshot(f"{SHOTS}/demo-carol-poll.png")
+    print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; "
+          f"screenshots in {SHOTS}/demo-*.png")
 
 
 asyncio.run(main())

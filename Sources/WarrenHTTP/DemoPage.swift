@@ -3,7 +3,8 @@
 /// Pick a name, connect, open a conversation with other users (`alice,bob` becomes
 /// the sorted key `alice.bob.you`) or a room (`room.lobby`), and chat. Your
 /// private conversations arrive through your inbox (`#.<you>.#`, acknowledged on
-/// display), rooms through live subscriptions.
+/// display), rooms through live subscriptions. The transport switch chooses a
+/// WebSocket or HTTP long-polling (`/v1/poll`), so a poller and a socket can talk.
 enum DemoPage {
     static let html = #"""
     <!doctype html>
@@ -47,6 +48,7 @@ enum DemoPage {
       <label>Name <input id="user" size="10" placeholder="alice" autocomplete="off"></label>
       <label>Device <input id="device" size="8" value="web"></label>
       <label>Token <input id="token" size="14" placeholder="(token mode only)"></label>
+      <label>Transport <select id="transport"><option value="ws">WebSocket</option><option value="poll">Long-polling</option></select></label>
       <button id="connect">Connect</button>
       <span id="status">disconnected</span>
     </header>
@@ -113,10 +115,55 @@ enum DemoPage {
     function select(route) {
       current = route; conversation(route).unread = 0;
       $("title").textContent = label(route) + "  (" + route + ")";
-      $("text").disabled = $("send").disabled = !ws; renderList(); renderMessages(); $("text").focus();
+      $("text").disabled = $("send").disabled = !connected(); renderList(); renderMessages(); $("text").focus();
     }
 
-    function send(frame) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(frame)); }
+    // Two transports behind one interface: a WebSocket, or HTTP long-polling.
+    let poll = null;   // {session, cursor, running}
+    function connected() { return (ws && ws.readyState === 1) || (poll && poll.running); }
+    function auth() {
+      const token = $("token").value.trim();
+      return { query: token ? "" : "user=" + encodeURIComponent(me), headers: token ? { Authorization: "Bearer " + token } : {} };
+    }
+    function send(frame) {
+      if (ws && ws.readyState === 1) { ws.send(JSON.stringify(frame)); return; }
+      if (!poll || !poll.running) return;
+      if (frame.op === "pub") {
+        const a = auth();
+        fetch("/v1/messages?" + a.query, { method: "POST", headers: { "Content-Type": "application/json", ...a.headers }, body: JSON.stringify(frame) })
+          .then((r) => r.ok ? null : r.json().then((e) => status(e.error.code + ": " + e.error.message, true)));
+      } else if (frame.op === "sub") {
+        startPolling();   // a poll session's subscriptions are fixed: open a new one with the room added
+      }
+    }
+    async function startPolling() {
+      if (poll) { poll.running = false; deleteSession(poll.session); }
+      const a = auth();
+      const subscriptions = [{ id: "me", pattern: "#." + me + ".#", mode: "inbox" }];
+      for (const [route, id] of roomSubs) subscriptions.push({ id, pattern: route, mode: "live" });
+      const r = await fetch("/v1/poll?" + a.query, { method: "POST", headers: { "Content-Type": "application/json", ...a.headers },
+        body: JSON.stringify({ subscriptions, device: $("device").value.trim() || "web" }) });
+      const answer = await r.json();
+      if (!r.ok) { status(answer.error.code + ": " + answer.error.message, true); return; }
+      const mine = { session: answer.session, cursor: null, running: true };
+      poll = mine;
+      status("long-polling as " + me); $("connect").textContent = "Disconnect";
+      if (current) select(current);
+      while (mine.running) {
+        try {
+          const q = "wait=25" + (mine.cursor ? "&ack=" + encodeURIComponent(mine.cursor) : "") + (a.query ? "&" + a.query : "");
+          const res = await fetch("/v1/poll/" + encodeURIComponent(mine.session) + "?" + q, { headers: a.headers });
+          const body = await res.json();
+          if (!res.ok) { status(body.error.code + ": " + body.error.message, true); mine.running = false; break; }
+          mine.cursor = body.cursor;
+          for (const m of body.messages) receive(m.env);
+        } catch (e) { await new Promise((ok) => setTimeout(ok, 1000)); }
+      }
+    }
+    function deleteSession(session) {
+      const a = auth();
+      fetch("/v1/poll/" + encodeURIComponent(session) + "?" + a.query, { method: "DELETE", headers: a.headers });
+    }
 
     function receive(env) {
       const c = conversation(env.route);
@@ -142,8 +189,14 @@ enum DemoPage {
 
     $("connect").onclick = () => {
       if (ws) { ws.close(1000); return; }
+      if (poll && poll.running) {
+        poll.running = false; deleteSession(poll.session); poll = null;
+        $("connect").textContent = "Connect"; $("text").disabled = $("send").disabled = true; status("disconnected");
+        return;
+      }
       const user = $("user").value.trim(), device = $("device").value.trim() || "web", token = $("token").value.trim();
       if (!token && !WORD.test(user)) { status("pick a name: letters, digits, _ or -", true); return; }
+      if ($("transport").value === "poll") { me = user; status("opening a poll session…"); startPolling(); return; }
       const proto = location.protocol === "https:" ? "wss:" : "ws:";
       let url = proto + "//" + location.host + "/v1/ws?device=" + encodeURIComponent(device);
       url += token ? "&token=" + encodeURIComponent(token) : "&user=" + encodeURIComponent(user);
@@ -166,7 +219,7 @@ enum DemoPage {
       };
     };
 
-    $("open").onsubmit = (e) => { e.preventDefault(); if (!ws) { status("connect first", true); return; } openConversation($("target").value); $("target").value = ""; };
+    $("open").onsubmit = (e) => { e.preventDefault(); if (!connected()) { status("connect first", true); return; } openConversation($("target").value); $("target").value = ""; };
     $("compose").onsubmit = (e) => {
       e.preventDefault();
       const text = $("text").value; if (!text || !current) return;

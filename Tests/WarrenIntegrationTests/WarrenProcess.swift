@@ -18,8 +18,8 @@ final class WarrenProcess: @unchecked Sendable {
     let process = Process()
     private let output = NIOLockedValueBox<(text: String, waiters: [(String, Int, CheckedContinuation<Void, Never>)])>(("", []))
 
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = Self.binary
+    init(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil) throws {
+        process.executableURL = executable ?? Self.binary
         process.arguments = arguments
         process.currentDirectoryURL = Self.packageRoot
         var env = ProcessInfo.processInfo.environment

@@ -117,6 +117,24 @@ public final class AMQPChannel: Sendable {
     /// the wait with `CancellationError` (the outcome is then unknown to the caller).
     public func publish(_ body: ByteBuffer, exchange: String, routingKey: String, mandatory: Bool = false,
                         properties: BasicProperties = BasicProperties()) async throws {
+        let confirmation = try startPublish(body, exchange: exchange, routingKey: routingKey, mandatory: mandatory,
+                                            properties: properties)
+        // A cancelled caller stops waiting (the confirm may still come; it is then ignored).
+        try await withTaskCancellationHandler {
+            try await confirmation.futureResult.get()
+        } onCancel: {
+            confirmation.fail(CancellationError())
+        }
+    }
+
+    /// Writes a publish now, without suspending, and returns the promise its confirm completes.
+    ///
+    /// Publishes started one after another from one thread reach the broker in that order,
+    /// which an `async` call cannot promise once callers run in separate tasks. With
+    /// `timeout`, the promise fails with ``AMQPError/timedOut(_:)`` if no confirm came in time.
+    public func startPublish(_ body: ByteBuffer, exchange: String, routingKey: String, mandatory: Bool = false,
+                             properties: BasicProperties = BasicProperties(),
+                             timeout: TimeAmount? = nil) throws -> EventLoopPromise<Void> {
         if let error = closeReason { throw error }
         try Self.validate(exchange: exchange, routingKey: routingKey, properties: properties)
         let link = try connection.currentLink()
@@ -124,12 +142,11 @@ public final class AMQPChannel: Sendable {
         let publish = BasicPublish(exchange: exchange, routingKey: routingKey, mandatory: mandatory)
         link.channel.writeAndFlush(AMQPCommand.publish(channel: id, publish, properties, body, promise))
             .whenFailure { _ in promise.fail(AMQPError.notConnected) }
-        // A cancelled caller stops waiting (the confirm may still come; it is then ignored).
-        try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
-        } onCancel: {
-            promise.fail(CancellationError())
+        if let timeout {
+            let timer = link.channel.eventLoop.scheduleTask(in: timeout) { promise.fail(AMQPError.timedOut("publisher confirm")) }
+            promise.futureResult.whenComplete { _ in timer.cancel() }
         }
+        return promise
     }
 
     /// The same as ``publish(_:exchange:routingKey:mandatory:properties:)`` for a string body.

@@ -177,10 +177,18 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         guard admitted else {
             return fail(ProtocolError(.rateLimited, "too many publishes awaiting confirmation", ref: request.cid))
         }
+        // Written to the broker now, in the order the client sent them; confirms are awaited apart.
+        let pending: PendingPublish
+        do {
+            pending = try runtime.publisher.submit(request, from: user, via: via, maxMessageBytes: runtime.limits.maxMessageBytes)
+        } catch {
+            state.withLockedValue { $0.pendingPublishes -= 1 }
+            return fail(error)
+        }
         Task {
             defer { state.withLockedValue { $0.pendingPublishes -= 1 } }
             do {
-                let ids = try await runtime.publisher.publish(request, from: user, via: via, maxMessageBytes: runtime.limits.maxMessageBytes)
+                let ids = try await pending.wait()
                 send(ServerFrame.puback(cid: request.cid, ids: ids, multicast: request.multicast))
             } catch let error as ProtocolError {
                 fail(error)

@@ -25,41 +25,31 @@ public final class Publisher: Sendable {
         self.dedup = NIOLockedValueBox(DedupCache())
     }
 
-    /// Publishes one envelope per route, stamped with `from` and `via`; returns the ids.
+    /// Publishes one envelope per route, stamped with `from` and `via`; returns the ids once
+    /// the broker confirmed all of them.
     public func publish(_ request: PublishRequest, from: String, via: Via, maxMessageBytes: Int,
                         nowMilliseconds: Int64 = Clock.milliseconds()) async throws(ProtocolError) -> [String] {
+        try await submit(request, from: from, via: via, maxMessageBytes: maxMessageBytes, nowMilliseconds: nowMilliseconds).wait()
+    }
+
+    /// Writes the publishes now (so one client's sends reach the broker in the order it made
+    /// them) and returns a handle to await their confirms.
+    public func submit(_ request: PublishRequest, from: String, via: Via, maxMessageBytes: Int,
+                       nowMilliseconds: Int64 = Clock.milliseconds()) throws(ProtocolError) -> PendingPublish {
         var dedupKey: String?
         if let cid = request.cid {
-            if let ids = dedup.withLockedValue({ $0.lookup(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) { return ids }
+            if let ids = dedup.withLockedValue({ $0.lookup(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
+                return PendingPublish(publisher: self, state: .done(ids))
+            }
             let key = DedupCache.key(from: from, cid: cid)
-            let waiting: Bool = inFlight.withLockedValue { s in
+            let joining: Bool = inFlight.withLockedValue { s in
                 if s[key] != nil { return true }
                 s[key] = []
                 return false
             }
-            if waiting {
-                let ids = await withCheckedContinuation { c in
-                    let stillRunning = inFlight.withLockedValue { s -> Bool in
-                        guard s[key] != nil else { return false }
-                        s[key]!.append(c)
-                        return true
-                    }
-                    if !stillRunning { c.resume(returning: nil) }
-                }
-                if let ids { return ids }
-                if let ids = dedup.withLockedValue({ $0.lookup(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) { return ids }
-                return try await publish(request, from: from, via: via, maxMessageBytes: maxMessageBytes, nowMilliseconds: nowMilliseconds)
-            }
+            if joining { return PendingPublish(publisher: self, state: .joining(key, request, from, via, maxMessageBytes)) }
             dedupKey = key
         }
-        var result: [String]?
-        defer {
-            if let key = dedupKey {
-                let waiters = inFlight.withLockedValue { $0.removeValue(forKey: key) } ?? []
-                waiters.forEach { $0.resume(returning: result) }
-            }
-        }
-
         var envelopes: [(Envelope, [UInt8])] = []
         for route in request.routes {
             let envelope = Envelope(id: ids.next(nowMilliseconds: UInt64(nowMilliseconds)), route: route.value, type: request.type,
@@ -67,34 +57,82 @@ public final class Publisher: Sendable {
                                     transient: request.transient, headers: request.headers)
             let bytes = envelope.encoded()
             guard bytes.count <= maxMessageBytes else {
+                if let key = dedupKey { finishInFlight(key, with: nil) }
                 throw ProtocolError(.tooLarge, "envelope of \(bytes.count) bytes exceeds \(maxMessageBytes)", ref: request.cid)
             }
             envelopes.append((envelope, bytes))
         }
+        var confirms: [EventLoopFuture<Void>] = []
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for (envelope, bytes) in envelopes {
-                    group.addTask { [channel, exchange] in
-                        try await channel.publish(ByteBuffer(bytes: bytes), exchange: exchange, routingKey: envelope.route,
-                                                  properties: EnvelopeAMQPMapping.properties(for: envelope))
-                    }
-                }
-                group.addTask { [confirmTimeout] in
-                    try await Task.sleep(for: confirmTimeout)
-                    throw AMQPError.timedOut("publisher confirm")
-                }
-                for _ in envelopes { try await group.next() }
-                group.cancelAll()
+            for (envelope, bytes) in envelopes {
+                confirms.append(try channel.startPublish(ByteBuffer(bytes: bytes), exchange: exchange, routingKey: envelope.route,
+                                                         properties: EnvelopeAMQPMapping.properties(for: envelope),
+                                                         timeout: .nanoseconds(Int64(confirmTimeout.components.seconds) * 1_000_000_000))
+                    .futureResult)
             }
         } catch {
-            throw ProtocolError(.unavailable, "the broker did not confirm the publish: \(error)", ref: request.cid)
+            if let key = dedupKey { finishInFlight(key, with: nil) }
+            throw ProtocolError(.unavailable, "the broker link is not available: \(error)", ref: request.cid)
         }
-        let published = envelopes.map(\.0.id)
-        if let cid = request.cid {
-            dedup.withLockedValue { $0.remember(from: from, cid: cid, ids: published, nowMilliseconds: nowMilliseconds) }
+        return PendingPublish(publisher: self, state: .confirming(envelopes.map(\.0.id), confirms, dedupKey, request.cid, from,
+                                                                  nowMilliseconds))
+    }
+
+    fileprivate func finishInFlight(_ key: String, with ids: [String]?) {
+        let waiters = inFlight.withLockedValue { $0.removeValue(forKey: key) } ?? []
+        waiters.forEach { $0.resume(returning: ids) }
+    }
+
+    fileprivate func join(_ key: String) async -> [String]? {
+        await withCheckedContinuation { c in
+            let stillRunning = inFlight.withLockedValue { s -> Bool in
+                guard s[key] != nil else { return false }
+                s[key]!.append(c)
+                return true
+            }
+            if !stillRunning { c.resume(returning: nil) }
         }
-        result = published
-        return published
+    }
+
+    fileprivate func remember(from: String, cid: String, ids: [String], now: Int64) {
+        dedup.withLockedValue { $0.remember(from: from, cid: cid, ids: ids, nowMilliseconds: now) }
+    }
+}
+
+/// Publishes written to the broker, awaiting their confirms.
+public struct PendingPublish: Sendable {
+    enum State: Sendable {
+        /// A repeat of a remembered `(from, cid)`: the first ids.
+        case done([String])
+        /// A repeat of a send still awaiting confirms: wait for its outcome.
+        case joining(String, PublishRequest, String, Via, Int)
+        case confirming([String], [EventLoopFuture<Void>], String?, String?, String, Int64)
+    }
+
+    let publisher: Publisher
+    let state: State
+
+    /// The ids, once every route is confirmed; `unavailable` if the broker nacked, dropped or timed out.
+    public func wait() async throws(ProtocolError) -> [String] {
+        switch state {
+        case .done(let ids):
+            return ids
+        case .joining(let key, let request, let from, let via, let max):
+            if let ids = await publisher.join(key) { return ids }
+            return try await publisher.publish(request, from: from, via: via, maxMessageBytes: max)
+        case .confirming(let ids, let confirms, let key, let cid, let from, let now):
+            var failure: Error?
+            for confirm in confirms {
+                do { try await confirm.get() } catch { failure = failure ?? error }
+            }
+            if let failure {
+                if let key { publisher.finishInFlight(key, with: nil) }
+                throw ProtocolError(.unavailable, "the broker did not confirm the publish: \(failure)", ref: cid)
+            }
+            if let cid { publisher.remember(from: from, cid: cid, ids: ids, now: now) }
+            if let key { publisher.finishInFlight(key, with: ids) }
+            return ids
+        }
     }
 }
 

@@ -171,7 +171,7 @@ public final class PollService: Sendable {
         if d.subscriptions.contains(where: { $0.mode == SubscriptionMode.inbox.rawValue }) {
             queues.insert(InboxSettings.queueName(user: d.user, device: d.device), at: 0)
         }
-        let state = NodeSession(id: d.id, nodeID: nodeID, channel: channel, queues: queues)
+        let state = NodeSession(id: d.id, nodeID: nodeID, channel: channel, queues: queues, logger: logger)
         let winner = sessions.withLockedValue { s -> NodeSession in
             if let other = s[d.id] { return other }
             s[d.id] = state
@@ -199,9 +199,11 @@ final class NodeSession: Sendable {
     /// Inbox queue first (if any), then the session's own queue.
     let queues: [String]
     let serial = SerialExecutor()
+    let logger: Logger
     private let batches = NIOLockedValueBox<(next: UInt64, leased: [UInt64: [DeliveryTag]])>((1, [:]))
 
-    init(id: String, nodeID: String, channel: AMQPChannel, queues: [String]) {
+    init(id: String, nodeID: String, channel: AMQPChannel, queues: [String], logger: Logger) {
+        self.logger = logger
         self.id = id
         self.nodeID = nodeID
         self.channel = channel
@@ -223,6 +225,7 @@ final class NodeSession: Sendable {
         for queue in queues {
             tags.append(try await channel.consume(queue: queue, sink: waiter.sink(for: queue)))
         }
+        logger.debug("long-poll waiting", metadata: ["session": "\(id.prefix(8))"])
         await waiter.wait(timeout: wait)
         for tag in tags { try await channel.cancel(consumerTag: tag) }
         let (kept, extra) = waiter.drain()

@@ -1,0 +1,106 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import WarrenCore
+
+/// A minimal real HTTP/1.1 client on SwiftNIO for the tests: one connection per
+/// request, so a thousand long-polls can be held open at once.
+enum HTTPTestClient {
+    struct Response: Sendable {
+        var status: Int
+        var body: String
+        var json: JSONValue? { try? JSONParser.parse(body) }
+    }
+
+    final class Collector: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTPClientResponsePart
+        let promise: EventLoopPromise<Response>
+        var status = 0
+        var body = ByteBuffer()
+        init(promise: EventLoopPromise<Response>) { self.promise = promise }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head): status = Int(head.status.code)
+            case .body(var b): body.writeBuffer(&b)
+            case .end:
+                promise.succeed(Response(status: status, body: String(buffer: body)))
+                context.close(promise: nil)
+            }
+        }
+        func channelInactive(context: ChannelHandlerContext) {
+            promise.fail(ChannelError.eof)
+        }
+        func errorCaught(context: ChannelHandlerContext, error: Error) {
+            promise.fail(error)
+            context.close(promise: nil)
+        }
+    }
+
+    static func request(_ method: HTTPMethod, port: Int, _ target: String, body: String? = nil,
+                        headers: [(String, String)] = []) async throws -> Response {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let loop = group.next()
+        let promise = loop.makePromise(of: Response.self)
+        let channel = try await ClientBootstrap(group: loop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(Collector(promise: promise))
+                }
+            }
+            .connect(host: "127.0.0.1", port: port).get()
+        var head = HTTPRequestHead(version: .http1_1, method: method, uri: target)
+        head.headers.add(name: "Host", value: "127.0.0.1:\(port)")
+        head.headers.add(name: "Connection", value: "close")
+        for (k, v) in headers { head.headers.add(name: k, value: v) }
+        if let body {
+            head.headers.add(name: "Content-Type", value: "application/json")
+            head.headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+        } else if method == .POST {
+            head.headers.add(name: "Content-Length", value: "0")
+        }
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        if let body { channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: body))), promise: nil) }
+        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
+        return try await promise.futureResult.get()
+    }
+}
+
+/// A polling client of one Warren node.
+struct Poller {
+    let port: Int
+    let user: String
+    let session: String
+
+    static func open(port: Int, user: String, subscriptions: String, device: String? = nil) async throws -> Poller {
+        let deviceField = device.map { #","device":"\#($0)""# } ?? ""
+        let r = try await HTTPTestClient.request(.POST, port: port, "/v1/poll?user=\(user)",
+                                                 body: #"{"subscriptions":\#(subscriptions)\#(deviceField)}"#)
+        guard r.status == 201, let session = r.json?["session"]?.stringValue else {
+            throw SocketError(description: "POST /v1/poll answered \(r.status): \(r.body)")
+        }
+        return Poller(port: port, user: user, session: session)
+    }
+
+    /// One poll; returns the messages and the cursor.
+    func poll(wait: Int = 0, max: Int? = nil, ack: String? = nil, on otherPort: Int? = nil) async throws -> (messages: [JSONValue], cursor: String) {
+        var target = "/v1/poll/\(session)?user=\(user)&wait=\(wait)"
+        if let max { target += "&max=\(max)" }
+        if let ack { target += "&ack=\(ack)" }
+        let r = try await HTTPTestClient.request(.GET, port: otherPort ?? port, target)
+        guard r.status == 200, let json = r.json, let cursor = json["cursor"]?.stringValue else {
+            throw SocketError(description: "GET poll answered \(r.status): \(r.body)")
+        }
+        return (json["messages"]?.arrayValue ?? [], cursor)
+    }
+
+    func publish(_ body: String) async throws -> JSONValue {
+        let r = try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(user)", body: body)
+        guard r.status == 202, let json = r.json else { throw SocketError(description: "POST /v1/messages answered \(r.status): \(r.body)") }
+        return json
+    }
+}
+
+/// The pattern of everything a user is part of, `#.<user>.#`.
+func mine(_ user: String) -> String { "#.\(user).#" }

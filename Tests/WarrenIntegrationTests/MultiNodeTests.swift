@@ -1,0 +1,138 @@
+import AMQPClient
+import Foundation
+import NIOCore
+import Testing
+import WarrenCore
+
+@Suite("Several nodes, many pollers, the bot", .serialized)
+struct MultiNodeTests {
+    @Test func twoNodesShareConversationsSessionsAndInboxes() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let nodeA = try await WarrenInstance.start(exchange: exchange)
+        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeB.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let route = "\(alice).\(bob)"
+
+        // A socket on node A and a poller on node B converse.
+        let socket = try await nodeA.socket(alice)
+        try await socket.subscribe("me", "#.\(alice).#")
+        let poller = try await Poller.open(port: nodeB.port, user: bob, subscriptions: #"[{"id":"me","pattern":"\#(mine(bob))"}]"#)
+        let sent = try await poller.publish(#"{"route":"\#(route)","body":"hello from B"}"#)
+        #expect(try await socket.next(op: "msg").env?["id"] == sent["id"])
+        let ack = try await socket.request(#"{"op":"pub","route":"\#(route)","body":"hello from A"}"#, expect: "puback")
+        var got: JSONValue?
+        var cursor: String?
+        while got == nil {
+            let (messages, c) = try await poller.poll(wait: 5, ack: cursor)
+            cursor = c
+            got = messages.first { $0.env?["id"] == ack["id"] }
+        }
+
+        // A session created on node A is served by node B.
+        let carol = uniqueUser("carol")
+        let onA = try await Poller.open(port: nodeA.port, user: carol, subscriptions: #"[{"id":"me","pattern":"\#(mine(carol))"}]"#)
+        _ = try await socket.request(#"{"op":"pub","route":"\#(alice).\#(carol)","body":"for carol"}"#, expect: "puback")
+        let servedByB = try await onA.poll(wait: 5, on: nodeB.port)
+        #expect(servedByB.messages.first?.env?["body"] == .string("for carol"))
+
+        // Node A is killed while a socket on it holds unacked inbox messages: none are lost.
+        let dave = uniqueUser("dave")
+        let daveOnA = try await nodeA.socket(dave, device: "tablet")
+        try await daveOnA.subscribe("in", "#.\(dave).#", mode: "inbox")
+        var sentIDs = Set<String>()
+        for i in 0..<20 {
+            let r = try await socket.request(#"{"op":"pub","route":"\#(alice).\#(dave)","body":\#(i)}"#, expect: "puback")
+            sentIDs.insert(r["id"]!.stringValue!)
+        }
+        for _ in 0..<20 { _ = try await daveOnA.next(op: "msg") }   // delivered, never acked
+        kill(nodeA.process.process.processIdentifier, SIGKILL)
+        _ = await nodeA.process.waitForExit()
+
+        let daveOnB = try await nodeB.socket(dave, device: "tablet")
+        try await daveOnB.subscribe("in", "#.\(dave).#", mode: "inbox")
+        var recovered = Set<String>()
+        while recovered.count < 20 {
+            let f = try await daveOnB.next(op: "msg", timeout: .seconds(30))
+            recovered.insert(f.env!["id"]!.stringValue!)
+            #expect(f["redelivered"] == .bool(true))
+            try await daveOnB.send(#"{"op":"ack","id":"\#(f.env!["id"]!.stringValue!)"}"#)
+        }
+        #expect(recovered == sentIDs)
+        await daveOnB.close()
+    }
+
+    /// 1,000 long-polls held open on one node, all answered when a message arrives.
+    @Test func aThousandConcurrentLongPolls() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])
+        defer { Task { await warren.stop() } }
+        let room = "room.many\(UUID().uuidString.prefix(6).lowercased())"
+        var pollers: [Poller] = []
+        for i in 0..<1000 {
+            pollers.append(try await Poller.open(port: warren.port, user: "p\(i)x\(UUID().uuidString.prefix(4).lowercased())",
+                                                 subscriptions: #"[{"id":"room","pattern":"\#(room)"}]"#))
+        }
+        let before = rss(warren)
+        let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+            for p in pollers {
+                group.addTask { try await p.poll(wait: 25).messages.count }
+            }
+            // Every poll logs (at debug level) when it starts waiting.
+            let waiting = await warren.process.waitForLog("long-poll waiting", times: 1000, timeout: .seconds(120))
+            #expect(waiting)
+            let during = rss(warren)
+            print("1,000 long-polls held: warren RSS \(before / 1024) MiB before, \(during / 1024) MiB while holding")
+            let sender = try await warren.socket(uniqueUser("sender"))
+            _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"everyone"}"#, expect: "puback")
+            var total = 0
+            for try await n in group { total += n }
+            await sender.close()
+            return total
+        }
+        #expect(answered == 1000, "every long-poll got the message")
+        print("after: warren RSS \(rss(warren) / 1024) MiB")
+    }
+
+    @Test func theEchoBotAnswersAWebSocketClient() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let botName = "bot\(UUID().uuidString.prefix(6).lowercased())"
+        let bot = try WarrenProcess.example("warren-echo-bot", [WarrenInstance.brokerURL, warren.exchange, botName])
+        defer { bot.terminate() }
+        #expect(await bot.waitForLog("echo bot ready"), "\(bot.log)")
+        let alice = uniqueUser("alice")
+        let s = try await warren.socket(alice)
+        try await s.subscribe("me", "#.\(alice).#")
+        let route = [alice, botName].sorted().joined(separator: ".")
+        _ = try await s.request(#"{"op":"pub","route":"\#(route)","body":"hello bot"}"#, expect: "puback")
+        var echo: JSONValue?
+        while echo == nil {
+            let env = try #require(try await s.next(op: "msg").env)
+            if env["from"]?.stringValue == botName { echo = env }
+        }
+        #expect(echo?["body"] == .string("echo to \(alice): hello bot") && echo?["via"]?.stringValue == "amqp")
+        _ = try await s.request(#"{"op":"pub","route":"\#(route)","body":"can I have the bill?"}"#, expect: "puback")
+        var bill: JSONValue?
+        while bill == nil {
+            let env = try #require(try await s.next(op: "msg").env)
+            if env["from"]?.stringValue == botName { bill = env }
+        }
+        #expect(bill?["type"]?.stringValue == "app:bill")
+        #expect(bill?["body"]?["ticket"]?.stringValue?.hasPrefix("T-") == true)
+        await s.close()
+    }
+}
+
+/// Resident set size of a Warren process, in KiB.
+func rss(_ warren: WarrenInstance) -> Int {
+    let status = (try? String(contentsOfFile: "/proc/\(warren.process.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+}
+
+extension WarrenProcess {
+    /// Runs another executable of this package (built next to warren).
+    static func example(_ name: String, _ arguments: [String]) throws -> WarrenProcess {
+        try WarrenProcess(arguments, executable: binary.deletingLastPathComponent().appendingPathComponent(name))
+    }
+}

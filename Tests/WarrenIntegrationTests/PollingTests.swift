@@ -1,0 +1,181 @@
+import AMQPClient
+import Foundation
+import NIOCore
+import Testing
+import WarrenCore
+
+@Suite("HTTP polling", .serialized)
+struct PollingTests {
+    @Test func pollerSocketAndAMQPClientShareAGroup() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
+        let group = [alice, bob, carol].sorted().joined(separator: ".")
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"me","pattern":"\#(mine(alice))"}]"#)
+        let socket = try await warren.socket(bob)
+        try await socket.subscribe("me", "#.\(bob).#")
+        let amqp = try await AMQPObserver.bound(to: warren.exchange, pattern: "#.\(carol).#")
+        defer { Task { await amqp.close() } }
+
+        // The poller speaks.
+        let sent = try await poller.publish(#"{"route":"\#(group)","body":"from the poller","cid":"p1"}"#)
+        let id1 = try #require(sent["id"]?.stringValue)
+        #expect(sent["route"]?.stringValue == group)
+        #expect(try await socket.next(op: "msg").env?["id"]?.stringValue == id1)
+        let m1 = try #require(await amqp.messages.next(timeout: .seconds(10)))
+        #expect(m1.properties.messageID == id1)
+
+        // The socket speaks.
+        let ack = try await socket.request(#"{"op":"pub","route":"\#(group)","body":"from the socket","cid":"s1"}"#, expect: "puback")
+        let id2 = try #require(ack["id"]?.stringValue)
+        var cursor: String?
+        var seen: [String] = []
+        while !seen.contains(id2) {
+            let (messages, c) = try await poller.poll(wait: 5, ack: cursor)
+            cursor = c
+            seen += messages.compactMap { $0.env?["id"]?.stringValue }
+        }
+        #expect(try #require(await amqp.messages.next(timeout: .seconds(10))).properties.messageID == id2)
+
+        // The AMQP client speaks; its message_id gives every copy one id.
+        let id3 = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e"
+        try await amqp.channel.publish("from amqp", exchange: warren.exchange, routingKey: group,
+                                       properties: BasicProperties(contentType: "text/plain", messageID: id3, appID: "svc"))
+        var atSocket: JSONValue?
+        while atSocket == nil {
+            let env = try await socket.next(op: "msg").env
+            if env?["id"]?.stringValue == id3 { atSocket = env }
+        }
+        #expect(atSocket?["via"]?.stringValue == "amqp")
+        var fromAMQP: JSONValue?
+        while fromAMQP == nil {
+            let (messages, c) = try await poller.poll(wait: 5, ack: cursor)
+            cursor = c
+            fromAMQP = messages.first { $0.env?["id"]?.stringValue == id3 }
+        }
+        #expect(fromAMQP?.env?["via"]?.stringValue == "amqp")
+        _ = await amqp.messages.next(timeout: .seconds(5)) // its own copy
+        await socket.close()
+    }
+
+    @Test func longPollWakesOnArrivalAndEndsEmptyAtTheDeadline() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice")
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"me","pattern":"\#(mine(alice))"}]"#)
+
+        let started = ContinuousClock.now
+        let (empty, _) = try await poller.poll(wait: 0)
+        let immediate = ContinuousClock.now - started
+        #expect(empty.isEmpty)
+        print("wait=0 answered in \(immediate)")
+
+        let deadlineStart = ContinuousClock.now
+        let (none, _) = try await poller.poll(wait: 2)
+        let atDeadline = ContinuousClock.now - deadlineStart
+        #expect(none.isEmpty)
+        #expect(atDeadline >= .seconds(2), "a long-poll holds until its deadline when nothing comes")
+        print("wait=2 with nothing answered after \(atDeadline)")
+
+        let bob = uniqueUser("bob")
+        let sender = try await warren.socket(bob)
+        let held = Task { () -> (Duration, [JSONValue]) in
+            let (messages, _) = try await poller.poll(wait: 25)
+            return (ContinuousClock.now - deadlineStart, messages)
+        }
+        // Publish only once the poll is surely waiting (Warren logs it at debug level; the deadline
+        // poll above logged it once already).
+        #expect(await warren.process.waitForLog("long-poll waiting", times: 2))
+        let publishedAt = ContinuousClock.now
+        _ = try await sender.request(#"{"op":"pub","route":"\#(alice).\#(bob)","body":"wake up"}"#, expect: "puback")
+        let (_, messages) = try await held.value
+        let latency = ContinuousClock.now - publishedAt
+        #expect(messages.count == 1)
+        #expect(latency < .seconds(20), "woken by the message, not by the 25 s deadline")
+        print("wait=25 answered \(latency) after the publish")
+        await sender.close()
+    }
+
+    @Test func inboxOverSuccessivePollsWithLeases() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_POLL_LEASE": "2"])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let poller = try await Poller.open(port: warren.port, user: bob,
+                                           subscriptions: #"[{"id":"in","pattern":"\#(mine(bob))","mode":"inbox"}]"#, device: "phone")
+        let sender = try await warren.socket(alice)
+        // Pipelined in windows of 200 (below limits.max_pending_publishes).
+        for window in stride(from: 0, to: 1000, by: 200) {
+            for i in window..<(window + 200) {
+                try await sender.send(#"{"op":"pub","route":"\#(alice).\#(bob)","body":\#(i),"cid":"n\#(i)"}"#)
+            }
+            for _ in 0..<200 { _ = try await sender.next(op: "puback") }
+        }
+
+        var got: [Int] = []
+        var ids = Set<String>()
+        var cursor: String?
+        while got.count < 1000 {
+            let (messages, c) = try await poller.poll(wait: 1, max: 100, ack: cursor)
+            cursor = c
+            for m in messages {
+                got.append(Int(m.env!["body"]!.intValue!))
+                #expect(ids.insert(m.env!["id"]!.stringValue!).inserted, "none twice")
+                #expect(m["sub"]?.stringValue == "in")
+            }
+            if messages.isEmpty { break }
+        }
+        #expect(got == Array(0..<1000), "all 1,000, in order")
+        // Ack the last batch explicitly, then check nothing more comes.
+        let ackResponse = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll/\(poller.session)/ack?user=\(bob)",
+                                                           body: #"{"cursor":"\#(cursor!)"}"#)
+        #expect(ackResponse.status == 204)
+        #expect(try await poller.poll(wait: 0).messages.isEmpty)
+
+        // An un-acked batch comes back after the lease, marked redelivered.
+        _ = try await sender.request(#"{"op":"pub","route":"\#(alice).\#(bob)","body":"lease me"}"#, expect: "puback")
+        let first = try await poller.poll(wait: 5)
+        #expect(first.messages.count == 1 && first.messages[0]["redelivered"] == nil)
+        let again = try await poller.poll(wait: 10)   // no ack: the lease (2 s) runs out
+        #expect(again.messages.count == 1)
+        #expect(again.messages.first?["redelivered"] == .bool(true))
+        #expect(again.messages.first?.env?["id"] == first.messages.first?.env?["id"])
+        await sender.close()
+    }
+
+    @Test func badHTTPInputGetsTheDocumentedStatus() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice")
+        let port = warren.port
+        func expectError(_ r: HTTPTestClient.Response, _ status: Int, _ code: String, _ what: String) {
+            #expect(r.status == status, "\(what): \(r.status) \(r.body)")
+            #expect(r.json?["error"]?["code"]?.stringValue == code, "\(what): \(r.body)")
+        }
+        expectError(try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(alice)", body: "{not json"), 400, "bad_frame", "malformed JSON")
+        expectError(try await HTTPTestClient.request(.GET, port: port, "/v1/poll/nonsense?user=\(alice)"), 404, "not_found", "unknown session")
+        let big = String(repeating: "x", count: 2 << 20)
+        expectError(try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(alice)", body: #"{"route":"room.x","body":"\#(big)"}"#),
+                    413, "too_large", "oversized body")
+        expectError(try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(alice)", body: #"{"route":"bob.carol","body":"x"}"#),
+                    403, "forbidden", "forbidden route")
+        expectError(try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(alice)", body: #"{"route":"a..b"}"#),
+                    400, "bad_route", "bad route")
+        expectError(try await HTTPTestClient.request(.POST, port: port, "/v1/messages", body: #"{"route":"room.x"}"#),
+                    401, "unauthorized", "no user")
+        expectError(try await HTTPTestClient.request(.POST, port: port, "/v1/poll?user=\(alice)", body: ##"{"subscriptions":[{"pattern":"#"}]}"##),
+                    403, "forbidden", "forbidden subscription")
+        let poller = try await Poller.open(port: port, user: alice, subscriptions: #"[{"id":"me","pattern":"\#(mine(alice))"}]"#)
+        expectError(try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(alice)&wait=-1"), 400, "bad_frame", "wait=-1")
+        expectError(try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(alice)&wait=soon"), 400, "bad_frame", "wait=soon")
+        let clamped = try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(alice)&max=1000000")
+        #expect(clamped.status == 200, "max above poll.max_batch is clamped")
+        // Someone else's session is not found.
+        expectError(try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(uniqueUser("eve"))"), 404, "not_found", "foreign session")
+        // Deleting ends the session.
+        #expect(try await HTTPTestClient.request(.DELETE, port: port, "/v1/poll/\(poller.session)?user=\(alice)").status == 204)
+        expectError(try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(alice)"), 404, "not_found", "deleted session")
+        // Nothing else was affected.
+        #expect(try await HTTPTestClient.request(.GET, port: port, "/readyz").status == 200)
+    }
+}
+
