@@ -10,6 +10,8 @@ enum HTTPTestClient {
     struct Response: Sendable {
         var status: Int
         var body: String
+        var headers: [(String, String)] = []
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
         var json: JSONValue? { try? JSONParser.parse(body) }
     }
 
@@ -17,14 +19,17 @@ enum HTTPTestClient {
         typealias InboundIn = HTTPClientResponsePart
         let promise: EventLoopPromise<Response>
         var status = 0
+        var headers: [(String, String)] = []
         var body = ByteBuffer()
         init(promise: EventLoopPromise<Response>) { self.promise = promise }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
-            case .head(let head): status = Int(head.status.code)
+            case .head(let head):
+                status = Int(head.status.code)
+                headers = head.headers.map { ($0.name, $0.value) }
             case .body(var b): body.writeBuffer(&b)
             case .end:
-                promise.succeed(Response(status: status, body: String(buffer: body)))
+                promise.succeed(Response(status: status, body: String(buffer: body), headers: headers))
                 context.close(promise: nil)
             }
         }

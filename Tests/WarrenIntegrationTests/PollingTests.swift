@@ -177,5 +177,21 @@ struct PollingTests {
         // Nothing else was affected.
         #expect(try await HTTPTestClient.request(.GET, port: port, "/readyz").status == 200)
     }
-}
 
+    @Test func corsLetsABrowserPageOnAnotherOriginPoll() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_CORS_ORIGIN": "https://chat.example"])
+        defer { Task { await warren.stop() } }
+        let preflight = try await HTTPTestClient.request(.OPTIONS, port: warren.port, "/v1/messages", headers: [
+            ("Origin", "https://chat.example"), ("Access-Control-Request-Method", "POST"),
+        ])
+        #expect(preflight.header("Access-Control-Allow-Origin") == "https://chat.example")
+        let alice = uniqueUser("alice")
+        let sent = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
+                                                   body: #"{"route":"room.cors","body":"x"}"#, headers: [("Origin", "https://chat.example")])
+        #expect(sent.status == 202)
+        #expect(sent.header("Access-Control-Allow-Origin") == "https://chat.example")
+        let other = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
+                                                    body: #"{"route":"room.cors","body":"x"}"#, headers: [("Origin", "https://evil.example")])
+        #expect(other.header("Access-Control-Allow-Origin") == nil)
+    }
+}
