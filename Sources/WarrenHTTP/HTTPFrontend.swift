@@ -21,6 +21,14 @@ public enum HTTPFrontend {
         }
         PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions).register(on: router)
         router.get("healthz") { _, _ in "ok\n" }
+        router.get("metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.prometheusText())))
+        }
+        router.get("v1/stats") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "application/json"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.statsJSON())))
+        }
         router.get("readyz") { _, _ -> Response in
             link.isReady
                 ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
@@ -82,6 +90,8 @@ public enum HTTPFrontend {
         var logger = logger
         logger[metadataKey: "user"] = "\(identity.user)"
         logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
+        runtime.metrics.connectionOpened(.ws)
+        defer { runtime.metrics.connectionClosed(.ws) }
         let output = WebSocketOutput(limit: runtime.limits.outboundBufferBytes)
         let session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: rules,
                                     output: output, via: .ws, logger: logger)

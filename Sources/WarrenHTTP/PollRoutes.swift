@@ -68,8 +68,11 @@ struct PollRoutes: Sendable {
         let (identity, _, query, _) = try await authenticate(request)
         let wait = try nonNegative(query.items["wait"], name: "wait", default: 0)
         let max = try nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch)
+        let service = try service()
+        service.runtime.metrics.connectionOpened(.poll)
+        defer { service.runtime.metrics.connectionClosed(.poll) }
         let (messages, cursor) = try await cancelWhenGracefulShutdownOrEnd {
-            try await service().poll(session: session, user: identity.user, wait: wait, max: max, ack: query.items["ack"])
+            try await service.poll(session: session, user: identity.user, wait: wait, max: max, ack: query.items["ack"])
         }
         var body = ByteBuffer()
         body.writeString("{\"messages\":[")
@@ -110,10 +113,11 @@ struct PollRoutes: Sendable {
         let json = try await jsonBody(request)
         guard case .object = json else { throw ProtocolError(.badFrame, "the body must be a JSON object", ref: nil) }
         let publish = try PublishRequest.parse(json)
+        guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
         for route in publish.routes where !rules.canPublish(route) {
+            runtime.metrics.dropped(route.value, .forbidden)
             throw ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: publish.cid)
         }
-        guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
         let ids = try await runtime.publisher.publish(publish, from: identity.user, via: .poll,
                                                       maxMessageBytes: runtime.limits.maxMessageBytes)
         var w = JSONWriter()

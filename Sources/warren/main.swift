@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
+import Prometheus
 import WarrenCore
 import WarrenHTTP
 
@@ -49,7 +51,12 @@ struct Serve: AsyncParsableCommand {
             logger.warning("auth.mode = \"none\": anyone can connect as any user (?user=). For development only.")
         }
         let tokens = config.auth.secret.utf8.count >= 32 ? await TokenAuthority.hs256(secret: config.auth.secret) : nil
-        let link = BrokerLink(configuration: config, logger: logger)
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = WarrenMetrics.durationBuckets
+        MetricsSystem.bootstrap(factory)
+        let metrics = WarrenMetrics(classifier: RouteClassifier(config.routes), registry: registry)
+        let link = BrokerLink(configuration: config, metrics: metrics, logger: logger)
         let sessions = await PollSessionCodec.make(secret: config.auth.secret)
         let app = HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions, logger: logger)
         try await app.runService()

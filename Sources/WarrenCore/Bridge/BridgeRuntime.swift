@@ -31,15 +31,20 @@ public final class BridgeRuntime: Sendable {
     public let limits: BridgeLimits
     public let inbox: InboxSettings
     public let policy: AccessPolicy
+    public let metrics: WarrenMetrics
     let logger: Logger
     private let slowConsumers = NIOLockedValueBox(0)
 
     /// Sockets closed with 4008 so far (exported as a metric by the operations work).
     public var slowConsumerCount: Int { slowConsumers.withLockedValue { $0 } }
-    func countSlowConsumer() { slowConsumers.withLockedValue { $0 += 1 } }
+    func countSlowConsumer(route: String?) {
+        slowConsumers.withLockedValue { $0 += 1 }
+        metrics.dropped(route, .slowConsumer)
+    }
 
     init(connection: AMQPConnection, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
-         inbox: InboxSettings, policy: AccessPolicy, logger: Logger) {
+         inbox: InboxSettings, policy: AccessPolicy, metrics: WarrenMetrics, logger: Logger) {
+        self.metrics = metrics
         self.connection = connection
         self.publisher = publisher
         self.hub = hub
@@ -52,23 +57,25 @@ public final class BridgeRuntime: Sendable {
 
     /// Sets up the publisher channel and the node's live queue on a connected link.
     public static func start(connection: AMQPConnection, configuration: BridgeConfiguration, nodeID: String,
-                             logger: Logger) async throws -> BridgeRuntime {
+                             metrics: WarrenMetrics, logger: Logger) async throws -> BridgeRuntime {
         let publishChannel = try await connection.openChannel()
         try await publishChannel.confirmSelect()
         let liveChannel = try await connection.openChannel()
-        let hub = LiveHub(channel: liveChannel, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange, logger: logger)
+        let hub = LiveHub(channel: liveChannel, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
+                          metrics: metrics, logger: logger)
         try await hub.start()
         return BridgeRuntime(connection: connection,
-                             publisher: Publisher(channel: publishChannel, exchange: configuration.amqp.exchange),
+                             publisher: Publisher(channel: publishChannel, exchange: configuration.amqp.exchange, metrics: metrics,
+                                                  logger: logger),
                              hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
-                             inbox: configuration.inbox, policy: configuration.acl, logger: logger)
+                             inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, logger: logger)
     }
 
     /// Opens a user's inbox on a channel of its own.
     func openInbox(user: String, device: String, receiver: any InboxReceiver) async throws -> InboxConsumer {
         let channel = try await connection.openChannel()
         let consumer = InboxConsumer(channel: channel, queue: InboxSettings.queueName(user: user, device: device),
-                                     exchange: exchange, settings: inbox, receiver: receiver)
+                                     exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver)
         do {
             try await consumer.declare()
         } catch {

@@ -19,7 +19,11 @@ public final class BrokerLink: Service, Sendable {
     /// This node's id (its live queue is `warren.live.<id>`).
     public let nodeID: String
 
-    public init(configuration: BridgeConfiguration, logger: Logger) {
+    /// Warren's metrics; the link reports `warren_amqp_up` and reconnects into them.
+    public let metrics: WarrenMetrics
+
+    public init(configuration: BridgeConfiguration, metrics: WarrenMetrics = .disabled, logger: Logger) {
+        self.metrics = metrics
         self.configuration = configuration
         self.logger = logger
         self.nodeID = configuration.nodeID.isEmpty ? Self.defaultNodeID() : configuration.nodeID
@@ -62,7 +66,8 @@ public final class BrokerLink: Service, Sendable {
         try? await channel.close()
         let runtime: BridgeRuntime
         do {
-            runtime = try await BridgeRuntime.start(connection: connection, configuration: configuration, nodeID: nodeID, logger: logger)
+            runtime = try await BridgeRuntime.start(connection: connection, configuration: configuration, nodeID: nodeID,
+                                                    metrics: metrics, logger: logger)
         } catch {
             logger.critical("cannot set up the bridge on the broker", metadata: ["error": "\(error)"])
             await connection.close()
@@ -77,12 +82,18 @@ public final class BrokerLink: Service, Sendable {
             "exchange": "\(configuration.amqp.exchange)",
             "node": "\(nodeID)",
         ])
+        metrics.amqpUp(true)
         let events = connection.events()
         await withGracefulShutdownHandler {
             for await event in events {
                 switch event {
-                case .recovering(let error): logger.warning("broker link lost; recovering", metadata: ["error": "\(error)"])
-                case .connected(let epoch): logger.info("broker link up", metadata: ["epoch": "\(epoch)"])
+                case .recovering(let error):
+                    metrics.amqpUp(false)
+                    logger.warning("broker link lost; recovering", metadata: ["error": "\(error)"])
+                case .connected(let epoch):
+                    metrics.amqpUp(true)
+                    metrics.amqpReconnected()
+                    logger.info("broker link up", metadata: ["epoch": "\(epoch)"])
                 default: break
                 }
             }
@@ -90,6 +101,7 @@ public final class BrokerLink: Service, Sendable {
             Task { await connection.close() }
         }
         await connection.close()
+        metrics.amqpUp(false)
         logger.info("broker link closed")
     }
 

@@ -51,6 +51,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         do {
             parsed = try ClientFrame.parse(frame.readableBytesView)
         } catch {
+            if error.code == .badRoute || error.ref != nil { runtime.metrics.dropped(nil, .invalid) }
             fail(error)
             return
         }
@@ -83,18 +84,20 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         if tooMany { output.close(code: CloseCode.policy, reason: "too many bad frames") }
     }
 
-    private func send(_ bytes: [UInt8]) {
-        guard !output.send(ByteBuffer(bytes: bytes)) else { return }
+    @discardableResult
+    private func send(_ bytes: [UInt8], route: String? = nil) -> Bool {
+        guard !output.send(ByteBuffer(bytes: bytes)) else { return true }
         let first = state.withLockedValue { s -> Bool in
             defer { s.slowConsumer = true }
             return !s.slowConsumer
         }
         if first {
-            runtime.countSlowConsumer()
+            runtime.countSlowConsumer(route: route)
             logger.warning("closing a slow consumer: its outbound buffer is full",
                            metadata: ["limit_bytes": "\(runtime.limits.outboundBufferBytes)"])
             output.close(code: CloseCode.slowConsumer, reason: "slow consumer")
         }
+        return false
     }
 
     // MARK: subscriptions
@@ -127,6 +130,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             logger.warning("subscribe failed", metadata: ["error": "\(error)"])
             return fail(ProtocolError(.unavailable, "the broker could not set up the subscription", ref: id))
         }
+        runtime.metrics.subscriptionAdded(mode)
         send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode))
     }
 
@@ -151,6 +155,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     }
 
     private func remove(id: String, _ sub: Subscription) async {
+        runtime.metrics.subscriptionRemoved(sub.mode)
         switch sub.mode {
         case .live:
             await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
@@ -167,6 +172,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     private func publish(_ request: PublishRequest) {
         for route in request.routes where !rules.canPublish(route) {
+            runtime.metrics.dropped(route.value, .forbidden)
             return fail(ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: request.cid))
         }
         let admitted = state.withLockedValue { s -> Bool in
@@ -175,6 +181,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             return true
         }
         guard admitted else {
+            runtime.metrics.dropped(request.routes.first?.value, .rateLimited)
             return fail(ProtocolError(.rateLimited, "too many publishes awaiting confirmation", ref: request.cid))
         }
         // Written to the broker now, in the order the client sent them; confirms are awaited apart.
@@ -183,6 +190,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             pending = try runtime.publisher.submit(request, from: user, via: via, maxMessageBytes: runtime.limits.maxMessageBytes)
         } catch {
             state.withLockedValue { $0.pendingPublishes -= 1 }
+            if error.code == .tooLarge { runtime.metrics.dropped(request.routes.first?.value, .tooLarge) }
             return fail(error)
         }
         Task {
@@ -200,11 +208,17 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     // MARK: deliveries
 
-    public func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey) {
-        send(ServerFrame.message(sub: subscriptionID, envelope: envelope.readableBytesView, redelivered: false))
+    public func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64) {
+        let frame = ServerFrame.message(sub: subscriptionID, envelope: envelope.readableBytesView, redelivered: false)
+        if send(frame, route: routeKey.value) { delivered(routeKey.value, bytes: frame.count, acceptedAt: acceptedAt) }
     }
 
-    public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool) {
+    private func delivered(_ route: String, bytes: Int, acceptedAt: Int64) {
+        runtime.metrics.message(route, via == .poll ? .poll : .ws, .out, bytes: bytes)
+        runtime.metrics.delivered(route, acceptedAtMilliseconds: acceptedAt)
+    }
+
+    public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool, acceptedAt: Int64) {
         let subID: String = state.withLockedValue { s in
             let inboxSubs = s.subscriptions.filter { $0.value.mode == .inbox }.sorted { $0.key < $1.key }
             if let key = try? RouteKey(routeKey), let match = inboxSubs.first(where: { $0.value.pattern.matches(key) }) {
@@ -212,7 +226,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             }
             return inboxSubs.first?.key ?? routeKey
         }
-        send(ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered))
+        let frame = ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered)
+        if send(frame, route: routeKey) { delivered(routeKey, bytes: frame.count, acceptedAt: acceptedAt) }
     }
 
     public func inboxEnded(_ error: AMQPError?) {
@@ -228,8 +243,11 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             s.subscriptions.removeAll()
             return (subs, s.inbox)
         }
-        for (id, sub) in subs where sub.mode == .live {
-            await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
+        for (id, sub) in subs {
+            runtime.metrics.subscriptionRemoved(sub.mode)
+            if sub.mode == .live {
+                await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
+            }
         }
         runtime.hub.removeReceiver(me)
         await inbox?.close()

@@ -28,7 +28,7 @@ public struct InboxSettings: Sendable, Equatable {
 
 /// Receives inbox deliveries for one session.
 public protocol InboxReceiver: AnyObject, Sendable {
-    func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool)
+    func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool, acceptedAt: Int64)
     func inboxEnded(_ error: AMQPError?)
 }
 
@@ -44,12 +44,15 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     let channel: AMQPChannel
     let exchange: String
     let settings: InboxSettings
+    let metrics: WarrenMetrics
     weak let receiver: (any InboxReceiver)?
     let ids = UUIDv7Generator()
     private let tags = NIOLockedValueBox<[String: DeliveryTag]>([:])
     private let consumerTag = NIOLockedValueBox<String?>(nil)
 
-    init(channel: AMQPChannel, queue: String, exchange: String, settings: InboxSettings, receiver: any InboxReceiver) {
+    init(channel: AMQPChannel, queue: String, exchange: String, settings: InboxSettings, metrics: WarrenMetrics,
+         receiver: any InboxReceiver) {
+        self.metrics = metrics
         self.channel = channel
         self.queue = queue
         self.exchange = exchange
@@ -91,6 +94,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     }
 
     public func deliver(_ message: AMQPMessage) {
+        metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
+        let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? Clock.milliseconds()
         let id: String
         let envelope: ByteBuffer
         switch EnvelopeAMQPMapping.incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
@@ -104,7 +109,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
             id = e.id
         }
         tags.withLockedValue { $0[id] = message.deliveryTag }
-        receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, redelivered: message.redelivered)
+        receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, redelivered: message.redelivered,
+                               acceptedAt: accepted)
     }
 
     public func finish(_ error: AMQPError?) {

@@ -12,7 +12,7 @@ public struct LiveSubscriber: Hashable, Sendable {
 /// Receives live deliveries for one session.
 public protocol LiveReceiver: AnyObject, Sendable {
     /// Called on the AMQP event loop with the envelope's encoded bytes, once per matching subscription.
-    func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey)
+    func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64)
 }
 
 /// The node's live fan-out (DESIGN §3, `live`).
@@ -29,12 +29,14 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     let exchange: String
     let channel: AMQPChannel
     let logger: Logger
+    let metrics: WarrenMetrics
     let ids = UUIDv7Generator()
     private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
     private let receivers = NIOLockedValueBox<[ObjectIdentifier: any LiveReceiver]>([:])
     private let serial: SerialExecutor
 
-    init(channel: AMQPChannel, queue: String, exchange: String, logger: Logger) {
+    init(channel: AMQPChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
+        self.metrics = metrics
         self.channel = channel
         self.queue = queue
         self.exchange = exchange
@@ -85,7 +87,9 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     // MARK: AMQPDeliverySink
 
     public func deliver(_ message: AMQPMessage) {
+        metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
         guard let key = try? RouteKey(message.routingKey) else { return }
+        let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? Clock.milliseconds()
         let envelope: ByteBuffer
         switch EnvelopeAMQPMapping.incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
                                             nowMilliseconds: Clock.milliseconds(),
@@ -103,7 +107,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
             matched.compactMap { s in r[s.session].map { (s, $0) } }
         }
         for (subscriber, receiver) in targets {
-            receiver.deliverLive(subscriptionID: subscriber.subscriptionID, envelope: envelope, routeKey: key)
+            receiver.deliverLive(subscriptionID: subscriber.subscriptionID, envelope: envelope, routeKey: key, acceptedAt: accepted)
         }
     }
 

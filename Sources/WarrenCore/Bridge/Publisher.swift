@@ -18,11 +18,21 @@ public final class Publisher: Sendable {
     /// Sends with a cid whose confirms are still pending: a retry waits for the first.
     private let inFlight = NIOLockedValueBox<[String: [CheckedContinuation<[String]?, Never>]]>([:])
 
-    init(channel: AMQPChannel, exchange: String, confirmTimeout: Duration = .seconds(10)) {
+    let metrics: WarrenMetrics
+
+    init(channel: AMQPChannel, exchange: String, confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger) {
         self.channel = channel
         self.exchange = exchange
         self.confirmTimeout = confirmTimeout
+        self.metrics = metrics
         self.dedup = NIOLockedValueBox(DedupCache())
+        // Publishes are mandatory: a message no queue was bound for comes back and is counted.
+        let returns = channel.returns()
+        Task {
+            for await returned in returns {
+                metrics.dropped(returned.routingKey, .unroutable)
+            }
+        }
     }
 
     /// Publishes one envelope per route, stamped with `from` and `via`; returns the ids once
@@ -39,7 +49,7 @@ public final class Publisher: Sendable {
         var dedupKey: String?
         if let cid = request.cid {
             if let ids = dedup.withLockedValue({ $0.lookup(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
-                return PendingPublish(publisher: self, state: .done(ids))
+                return PendingPublish(publisher: self, state: .done(ids), sent: [], via: via, started: ContinuousClock.now)
             }
             let key = DedupCache.key(from: from, cid: cid)
             let joining: Bool = inFlight.withLockedValue { s in
@@ -47,7 +57,10 @@ public final class Publisher: Sendable {
                 s[key] = []
                 return false
             }
-            if joining { return PendingPublish(publisher: self, state: .joining(key, request, from, via, maxMessageBytes)) }
+            if joining {
+                return PendingPublish(publisher: self, state: .joining(key, request, from, via, maxMessageBytes), sent: [], via: via,
+                                      started: ContinuousClock.now)
+            }
             dedupKey = key
         }
         var envelopes: [(Envelope, [UInt8])] = []
@@ -66,7 +79,7 @@ public final class Publisher: Sendable {
         do {
             for (envelope, bytes) in envelopes {
                 confirms.append(try channel.startPublish(ByteBuffer(bytes: bytes), exchange: exchange, routingKey: envelope.route,
-                                                         properties: EnvelopeAMQPMapping.properties(for: envelope),
+                                                         mandatory: true, properties: EnvelopeAMQPMapping.properties(for: envelope),
                                                          timeout: .nanoseconds(Int64(confirmTimeout.components.seconds) * 1_000_000_000))
                     .futureResult)
             }
@@ -75,7 +88,8 @@ public final class Publisher: Sendable {
             throw ProtocolError(.unavailable, "the broker link is not available: \(error)", ref: request.cid)
         }
         return PendingPublish(publisher: self, state: .confirming(envelopes.map(\.0.id), confirms, dedupKey, request.cid, from,
-                                                                  nowMilliseconds))
+                                                                  nowMilliseconds),
+                              sent: envelopes.map { ($0.0.route, $0.1.count) }, via: via, started: ContinuousClock.now)
     }
 
     fileprivate func finishInFlight(_ key: String, with ids: [String]?) {
@@ -111,6 +125,10 @@ public struct PendingPublish: Sendable {
 
     let publisher: Publisher
     let state: State
+    /// Route and envelope size of each publish, for metrics once confirmed.
+    let sent: [(route: String, bytes: Int)]
+    let via: Via
+    let started: ContinuousClock.Instant
 
     /// The ids, once every route is confirmed; `unavailable` if the broker nacked, dropped or timed out.
     public func wait() async throws(ProtocolError) -> [String] {
@@ -128,6 +146,12 @@ public struct PendingPublish: Sendable {
             if let failure {
                 if let key { publisher.finishInFlight(key, with: nil) }
                 throw ProtocolError(.unavailable, "the broker did not confirm the publish: \(failure)", ref: cid)
+            }
+            let elapsed = ContinuousClock.now - started
+            for (route, bytes) in sent {
+                publisher.metrics.message(route, .amqp, .out, bytes: bytes)
+                publisher.metrics.message(route, via == .poll ? .poll : .ws, .in, bytes: bytes)
+                publisher.metrics.confirmed(route, after: elapsed)
             }
             if let cid { publisher.remember(from: from, cid: cid, ids: ids, now: now) }
             if let key { publisher.finishInFlight(key, with: ids) }

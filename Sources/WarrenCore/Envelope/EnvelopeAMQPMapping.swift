@@ -9,7 +9,8 @@ public enum EnvelopeAMQPMapping {
     /// Properties for publishing `envelope`: JSON, ids, Warren's app id, `from` / `via` /
     /// `cid` headers; persistent unless transient (then non-persistent with TTL 0).
     public static func properties(for envelope: Envelope) -> BasicProperties {
-        var headers: FieldTable = ["from": .string(envelope.from), "via": .string(envelope.via.rawValue)]
+        // `ts` (ms) rides along as a header so deliveries can be timed without parsing the body.
+        var headers: FieldTable = ["from": .string(envelope.from), "via": .string(envelope.via.rawValue), "ts": .int64(envelope.ts)]
         if let cid = envelope.cid { headers["cid"] = .string(cid) }
         return BasicProperties(
             contentType: "application/json",
@@ -20,6 +21,11 @@ public enum EnvelopeAMQPMapping {
             timestamp: UInt64(max(0, envelope.ts / 1000)),
             type: envelope.type,
             appID: appID)
+    }
+
+    /// When Warren accepted a message (ms): the `ts` header of its own publishes, else the AMQP timestamp.
+    public static func acceptedAt(_ properties: BasicProperties) -> Int64? {
+        properties.headers?["ts"]?.intValue ?? properties.timestamp.map { Int64(clamping: $0) &* 1000 }
     }
 
     /// What a delivery from the broker becomes.

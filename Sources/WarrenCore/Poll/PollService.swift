@@ -9,6 +9,7 @@ public struct PollMessage: Sendable {
     public var sub: String
     public var envelope: ByteBuffer
     public var redelivered: Bool
+    public var route: String
 }
 
 /// HTTP polling sessions (DESIGN §5), served by any node.
@@ -20,7 +21,7 @@ public struct PollMessage: Sendable {
 /// is leased: acked to RabbitMQ when the client acks the cursor, handed back
 /// when the lease runs out (so a client that moved to another node still gets it).
 public final class PollService: Sendable {
-    let runtime: BridgeRuntime
+    public let runtime: BridgeRuntime
     let settings: PollSettings
     let codec: PollSessionCodec
     let nodeID: String
@@ -114,7 +115,11 @@ public final class PollService: Sendable {
             return try await state.serial.run { [self] in
                 let deliveries = try await state.take(max: max, wait: .seconds(Int64(wait)))
                 let cursor = state.lease(deliveries, for: .seconds(Int64(settings.lease)))
-                return (deliveries.map { message($0, d) }, cursor)
+                let messages = deliveries.map { message($0, d) }
+                for m in messages {
+                    runtime.metrics.message(m.route, .poll, .out, bytes: m.envelope.readableBytes)
+                }
+                return (messages, cursor)
             }
         } catch let error as ProtocolError {
             throw error
@@ -131,6 +136,8 @@ public final class PollService: Sendable {
 
     private func message(_ delivery: (queue: String, message: AMQPMessage), _ d: PollSessionDescriptor) -> PollMessage {
         let m = delivery.message
+        runtime.metrics.message(m.routingKey, .amqp, .in, bytes: m.body.readableBytes)
+        runtime.metrics.delivered(m.routingKey, acceptedAtMilliseconds: EnvelopeAMQPMapping.acceptedAt(m.properties) ?? Clock.milliseconds())
         let envelope: ByteBuffer
         switch EnvelopeAMQPMapping.incoming(body: m.body, properties: m.properties, routingKey: m.routingKey,
                                             nowMilliseconds: Clock.milliseconds(),
@@ -144,7 +151,7 @@ public final class PollService: Sendable {
         let match = candidates.first { s in key.map { (try? TopicPattern(s.pattern))?.matches($0) ?? false } ?? false }
         let sub = match ?? candidates.first
         return PollMessage(sub: sub.map { $0.id.isEmpty ? $0.pattern : $0.id } ?? m.routingKey, envelope: envelope,
-                           redelivered: m.redelivered)
+                           redelivered: m.redelivered, route: m.routingKey)
     }
 
     private func descriptor(_ token: String, user: String) async throws(ProtocolError) -> PollSessionDescriptor {

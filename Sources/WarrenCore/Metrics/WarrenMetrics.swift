@@ -1,0 +1,276 @@
+import Atomics
+import CoreMetrics
+import NIOConcurrencyHelpers
+import Prometheus
+
+/// The labels of DESIGN §7; every value comes from a bounded set.
+public enum Frontend: Int, CaseIterable, Sendable {
+    case ws, poll, amqp
+    public var label: String { ["ws", "poll", "amqp"][rawValue] }
+}
+
+public enum Direction: Int, CaseIterable, Sendable {
+    case `in`, out
+    public var label: String { rawValue == 0 ? "in" : "out" }
+}
+
+public enum DropReason: Int, CaseIterable, Sendable {
+    case slowConsumer, tooLarge, forbidden, invalid, unroutable, rateLimited
+    public var label: String { ["slow_consumer", "too_large", "forbidden", "invalid", "unroutable", "rate_limited"][rawValue] }
+}
+
+/// Warren's metrics (DESIGN §7): Prometheus through swift-metrics, and the same figures as
+/// plain numbers for `/v1/stats` and the dashboard.
+///
+/// Every handle is made once at start for every label combination (route classes are a
+/// bounded set from `[[route]]`), so the per-message cost is an array index and atomic
+/// adds — no label strings are built per message. A routing key's class is cached.
+public final class WarrenMetrics: Sendable {
+    public let classifier: RouteClassifier
+    /// The registry `/metrics` renders (nil when metrics go elsewhere, as in unit tests).
+    public let registry: PrometheusCollectorRegistry?
+    let classes: [String]
+
+    // swift-metrics handles
+    private let messages: [CoreMetrics.Counter]          // [class][frontend][direction]
+    private let bytes: [CoreMetrics.Counter]
+    private let drops: [CoreMetrics.Counter]             // [class][reason]
+    private let deliveryLatency: [CoreMetrics.Timer]     // [class]
+    private let confirmLatency: [CoreMetrics.Timer]
+    private let connectionGauges: [CoreMetrics.Gauge]    // [frontend]
+    private let subscriptionGauges: [CoreMetrics.Gauge]  // [mode]
+    private let amqpUpGauge: CoreMetrics.Gauge
+    private let reconnectCounter: CoreMetrics.Counter
+
+    // the same, readable
+    private let messageCounts: [ManagedAtomic<Int>]
+    private let byteCounts: [ManagedAtomic<Int>]
+    private let dropCounts: [ManagedAtomic<Int>]
+    private let latencyBuckets: [ManagedAtomic<Int>]     // [class][bucket]
+    private let confirmBuckets: [ManagedAtomic<Int>]
+    private let connectionCounts: [ManagedAtomic<Int>]
+    private let subscriptionCounts: [ManagedAtomic<Int>]
+    private let amqpUpValue = ManagedAtomic<Int>(0)
+    private let reconnects = ManagedAtomic<Int>(0)
+    private let classCache = NIOLockedValueBox<[String: Int]>([:])
+
+    /// Upper bounds of the latency histograms, in seconds.
+    public static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    public static let durationBuckets: [Duration] = buckets.map { .nanoseconds(Int64($0 * 1e9)) }
+
+    public init(classifier: RouteClassifier, registry: PrometheusCollectorRegistry?) {
+        self.classifier = classifier
+        self.registry = registry
+        let classes = classifier.labels
+        self.classes = classes
+        var messages: [CoreMetrics.Counter] = [], bytes: [CoreMetrics.Counter] = []
+        for c in classes {
+            for f in Frontend.allCases {
+                for d in Direction.allCases {
+                    let dims = [("route", c), ("frontend", f.label), ("direction", d.label)]
+                    messages.append(CoreMetrics.Counter(label: "warren_messages_total", dimensions: dims))
+                    bytes.append(CoreMetrics.Counter(label: "warren_message_bytes_total", dimensions: dims))
+                }
+            }
+        }
+        self.messages = messages
+        self.bytes = bytes
+        self.drops = classes.flatMap { c in
+            DropReason.allCases.map { CoreMetrics.Counter(label: "warren_dropped_total", dimensions: [("route", c), ("reason", $0.label)]) }
+        }
+        self.deliveryLatency = classes.map { CoreMetrics.Timer(label: "warren_delivery_latency_seconds", dimensions: [("route", $0)]) }
+        self.confirmLatency = classes.map { CoreMetrics.Timer(label: "warren_publish_confirm_seconds", dimensions: [("route", $0)]) }
+        self.connectionGauges = Frontend.allCases.map { CoreMetrics.Gauge(label: "warren_connections", dimensions: [("frontend", $0.label)]) }
+        self.subscriptionGauges = SubscriptionMode.allCases.map {
+            CoreMetrics.Gauge(label: "warren_subscriptions", dimensions: [("mode", $0.rawValue)])
+        }
+        self.amqpUpGauge = CoreMetrics.Gauge(label: "warren_amqp_up")
+        self.reconnectCounter = CoreMetrics.Counter(label: "warren_amqp_reconnects_total")
+        let cells = classes.count * Frontend.allCases.count * Direction.allCases.count
+        self.messageCounts = (0..<cells).map { _ in ManagedAtomic(0) }
+        self.byteCounts = (0..<cells).map { _ in ManagedAtomic(0) }
+        self.dropCounts = (0..<(classes.count * DropReason.allCases.count)).map { _ in ManagedAtomic(0) }
+        self.latencyBuckets = (0..<(classes.count * (Self.buckets.count + 1))).map { _ in ManagedAtomic(0) }
+        self.confirmBuckets = (0..<(classes.count * (Self.buckets.count + 1))).map { _ in ManagedAtomic(0) }
+        self.connectionCounts = Frontend.allCases.map { _ in ManagedAtomic(0) }
+        self.subscriptionCounts = SubscriptionMode.allCases.map { _ in ManagedAtomic(0) }
+        // Every series exists from the start (at zero), so dashboards and alerts see it.
+        for g in connectionGauges { g.record(0) }
+        for g in subscriptionGauges { g.record(0) }
+        amqpUpGauge.record(0)
+        reconnectCounter.increment(by: 0)
+        for c in messages + bytes + drops { c.increment(by: 0) }
+    }
+
+    /// A no-op-backed instance for code paths that need one (tests, tools).
+    public static let disabled = WarrenMetrics(classifier: RouteClassifier([]), registry: nil)
+
+    // MARK: classes
+
+    /// The route class index of a routing key (cached; the cache is bounded).
+    public func classIndex(_ routingKey: String) -> Int {
+        if let hit = classCache.withLockedValue({ $0[routingKey] }) { return hit }
+        let name = (try? RouteKey(routingKey)).map(classifier.classify) ?? RouteClassifier.other
+        let index = classes.firstIndex(of: name) ?? classes.count - 1
+        classCache.withLockedValue { cache in
+            if cache.count >= 10_000 { cache.removeAll(keepingCapacity: true) }
+            cache[routingKey] = index
+        }
+        return index
+    }
+
+    // MARK: recording
+
+    public func message(_ routingKey: String, _ frontend: Frontend, _ direction: Direction, bytes count: Int) {
+        let cell = (classIndex(routingKey) * Frontend.allCases.count + frontend.rawValue) * Direction.allCases.count + direction.rawValue
+        messages[cell].increment(by: 1)
+        bytes[cell].increment(by: count)
+        messageCounts[cell].wrappingIncrement(ordering: .relaxed)
+        byteCounts[cell].wrappingIncrement(by: count, ordering: .relaxed)
+    }
+
+    public func dropped(_ routingKey: String?, _ reason: DropReason) {
+        let c = routingKey.map(classIndex) ?? classes.count - 1
+        let cell = c * DropReason.allCases.count + reason.rawValue
+        drops[cell].increment(by: 1)
+        dropCounts[cell].wrappingIncrement(ordering: .relaxed)
+    }
+
+    /// Acceptance (the envelope's `ts`, ms) to now.
+    public func delivered(_ routingKey: String, acceptedAtMilliseconds ts: Int64, now: Int64 = Clock.milliseconds()) {
+        let seconds = Double(max(0, now - ts)) / 1000
+        let c = classIndex(routingKey)
+        deliveryLatency[c].recordNanoseconds(Int64(seconds * 1e9))
+        latencyBuckets[c * (Self.buckets.count + 1) + Self.bucket(seconds)].wrappingIncrement(ordering: .relaxed)
+    }
+
+    public func confirmed(_ routingKey: String, after duration: Duration) {
+        let c = classIndex(routingKey)
+        let ns = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        confirmLatency[c].recordNanoseconds(ns)
+        confirmBuckets[c * (Self.buckets.count + 1) + Self.bucket(Double(ns) / 1e9)].wrappingIncrement(ordering: .relaxed)
+    }
+
+    public func connectionOpened(_ frontend: Frontend) {
+        connectionGauges[frontend.rawValue].record(connectionCounts[frontend.rawValue].wrappingIncrementThenLoad(ordering: .relaxed))
+    }
+
+    public func connectionClosed(_ frontend: Frontend) {
+        connectionGauges[frontend.rawValue].record(connectionCounts[frontend.rawValue].wrappingDecrementThenLoad(ordering: .relaxed))
+    }
+
+    public func subscriptionAdded(_ mode: SubscriptionMode, count: Int = 1) {
+        let i = mode == .live ? 0 : 1
+        subscriptionGauges[i].record(subscriptionCounts[i].wrappingIncrementThenLoad(by: count, ordering: .relaxed))
+    }
+
+    public func subscriptionRemoved(_ mode: SubscriptionMode, count: Int = 1) {
+        let i = mode == .live ? 0 : 1
+        subscriptionGauges[i].record(subscriptionCounts[i].wrappingDecrementThenLoad(by: count, ordering: .relaxed))
+    }
+
+    public func amqpUp(_ up: Bool) {
+        amqpUpValue.store(up ? 1 : 0, ordering: .relaxed)
+        amqpUpGauge.record(up ? 1 : 0)
+    }
+
+    public func amqpReconnected() {
+        reconnects.wrappingIncrement(ordering: .relaxed)
+        reconnectCounter.increment(by: 1)
+    }
+
+    static func bucket(_ seconds: Double) -> Int { buckets.firstIndex { seconds <= $0 } ?? buckets.count }
+
+    // MARK: reading
+
+    /// The Prometheus text of everything registered.
+    public func prometheusText() -> [UInt8] { registry?.emitToBuffer() ?? [] }
+
+    /// `/v1/stats`: the same figures per route class as JSON.
+    public func statsJSON() -> [UInt8] {
+        var w = JSONWriter(capacity: 2048)
+        w.raw("{\"routes\":{")
+        for (c, name) in classes.enumerated() {
+            if c > 0 { w.raw(",") }
+            w.string(name)
+            w.raw(":{\"messages\":{")
+            var first = true
+            for f in Frontend.allCases {
+                for d in Direction.allCases {
+                    let cell = (c * Frontend.allCases.count + f.rawValue) * Direction.allCases.count + d.rawValue
+                    if !first { w.raw(",") }
+                    first = false
+                    w.string("\(f.label)_\(d.label)")
+                    w.raw(":")
+                    w.int(Int64(messageCounts[cell].load(ordering: .relaxed)))
+                }
+            }
+            w.raw("},\"bytes\":{")
+            first = true
+            for f in Frontend.allCases {
+                for d in Direction.allCases {
+                    let cell = (c * Frontend.allCases.count + f.rawValue) * Direction.allCases.count + d.rawValue
+                    if !first { w.raw(",") }
+                    first = false
+                    w.string("\(f.label)_\(d.label)")
+                    w.raw(":")
+                    w.int(Int64(byteCounts[cell].load(ordering: .relaxed)))
+                }
+            }
+            w.raw("},\"dropped\":{")
+            for r in DropReason.allCases {
+                if r.rawValue > 0 { w.raw(",") }
+                w.string(r.label)
+                w.raw(":")
+                w.int(Int64(dropCounts[c * DropReason.allCases.count + r.rawValue].load(ordering: .relaxed)))
+            }
+            w.raw("},\"delivery_latency_ms\":")
+            writePercentiles(&w, latencyBuckets, c)
+            w.raw(",\"publish_confirm_ms\":")
+            writePercentiles(&w, confirmBuckets, c)
+            w.raw("}")
+        }
+        w.raw("},\"connections\":{")
+        for f in Frontend.allCases {
+            if f.rawValue > 0 { w.raw(",") }
+            w.string(f.label)
+            w.raw(":")
+            w.int(Int64(connectionCounts[f.rawValue].load(ordering: .relaxed)))
+        }
+        w.raw("},\"subscriptions\":{\"live\":")
+        w.int(Int64(subscriptionCounts[0].load(ordering: .relaxed)))
+        w.raw(",\"inbox\":")
+        w.int(Int64(subscriptionCounts[1].load(ordering: .relaxed)))
+        w.raw("},\"amqp\":{\"up\":")
+        w.raw(amqpUpValue.load(ordering: .relaxed) == 1 ? "true" : "false")
+        w.raw(",\"reconnects\":")
+        w.int(Int64(reconnects.load(ordering: .relaxed)))
+        w.raw("}}")
+        return w.bytes
+    }
+
+    /// p50 / p99 upper bounds (ms) from the bucket counts, plus the count.
+    private func writePercentiles(_ w: inout JSONWriter, _ cells: [ManagedAtomic<Int>], _ c: Int) {
+        let n = Self.buckets.count + 1
+        let counts = (0..<n).map { cells[c * n + $0].load(ordering: .relaxed) }
+        let total = counts.reduce(0, +)
+        func percentile(_ p: Double) -> Int64? {
+            guard total > 0 else { return nil }
+            var seen = 0
+            for (i, k) in counts.enumerated() {
+                seen += k
+                if Double(seen) >= p * Double(total) { return i < Self.buckets.count ? Int64(Self.buckets[i] * 1000) : -1 }
+            }
+            return nil
+        }
+        w.raw("{\"count\":")
+        w.int(Int64(total))
+        for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+            w.raw(",")
+            w.string(name)
+            w.raw(":")
+            if let v = percentile(p) { w.int(v) } else { w.raw("null") }
+        }
+        w.raw("}")
+    }
+}
