@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/rabbitmq.sh start
+# The metrics test checks /metrics with a real Prometheus parser.
+python3 -c "import prometheus_client" 2>/dev/null || pip install -q prometheus-client
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # Serial: some integration tests close every broker connection on purpose.
