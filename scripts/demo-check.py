@@ -102,8 +102,15 @@ async def main():
     await a.screenshot(f"{SHOTS}/demo-alice.png")
     await b.screenshot(f"{SHOTS}/demo-bob.png")
     await c.screenshot(f"{SHOTS}/demo-carol-poll.png")
+    # The dashboard draws the traffic just made.
+    d = await Tab.open(WARREN + "/dashboard")
+    await d.wait_for("!!document.getElementById('route-rooms') && !!document.getElementById('route-other')")
+    await d.wait_for("document.getElementById('link').textContent.startsWith('up')")
+    await d.wait_for("document.getElementById('route-other').querySelector('table').textContent.includes('delivery latency')")
+    await asyncio.sleep(2.5)   # let the charts collect a few seconds of history for the screenshot
+    await d.screenshot(f"{SHOTS}/dashboard.png")
     print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; "
-          f"screenshots in {SHOTS}/demo-*.png")
+          f"the dashboard rendered; screenshots in {SHOTS}/demo-*.png and {SHOTS}/dashboard.png")
 
 
 asyncio.run(main())

@@ -29,6 +29,10 @@ public enum HTTPFrontend {
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.statsJSON())))
         }
+        router.get("dashboard") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(string: DashboardPage.html)))
+        }
         router.get("readyz") { _, _ -> Response in
             link.isReady
                 ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
