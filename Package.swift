@@ -51,6 +51,7 @@ let package = Package(
             name: "WarrenHTTP",
             dependencies: [
                 "WarrenCore",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             ]

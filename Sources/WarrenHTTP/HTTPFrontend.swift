@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import ServiceLifecycle
 import NIOCore
 import WarrenCore
 import Foundation
@@ -9,9 +10,11 @@ import Foundation
 /// The HTTP side of Warren: health, readiness, the demo page, and WebSocket upgrades at `/v1/ws`.
 public enum HTTPFrontend {
     /// Builds the HTTP application serving `configuration.http.listen`, running the broker link beside it.
+    /// The application and the drain service to run after it in the same service group.
     public static func application(configuration: BridgeConfiguration, link: BrokerLink, tokens: TokenAuthority?,
-                                   sessions: PollSessionCodec, logger: Logger) -> some ApplicationProtocol
+                                   sessions: PollSessionCodec, logger: Logger) -> (some ApplicationProtocol, DrainService)
     {
+        let sockets = OpenSockets()
         let authenticator = Authenticator(configuration: configuration, tokens: tokens)
         let router = Router()
         switch configuration.poll.corsOrigin {
@@ -65,7 +68,7 @@ public enum HTTPFrontend {
                                                         max(1, configuration.websocket.idleTimeout / 2)))),
             closeTimeout: .seconds(5),
             validateUTF8: true)
-        return Application(
+        let app = Application(
             router: router,
             server: .http1WebSocketUpgrade(configuration: .init(ws: wsConfiguration)) { request, _, logger in
                 guard request.path?.split(separator: "?").first == "/v1/ws", let runtime = link.runtime else { return .dontUpgrade }
@@ -80,23 +83,27 @@ public enum HTTPFrontend {
                 }
                 return .upgrade([:]) { inbound, outbound, _ in
                     await serve(inbound: inbound, outbound: outbound, identity: identity, rules: rules, expiresAt: expiresAt,
-                                runtime: runtime, logger: logger)
+                                runtime: runtime, sockets: sockets, logger: logger)
                 }
             },
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "warren"),
             services: [link],
             logger: logger
         )
+        return (app, DrainService(link: link, sockets: sockets))
     }
 
     static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: ClientIdentity,
-                      rules: AccessRules, expiresAt: Date?, runtime: BridgeRuntime, logger: Logger) async {
+                      rules: AccessRules, expiresAt: Date?, runtime: BridgeRuntime, sockets: OpenSockets,
+                      logger: Logger) async {
         var logger = logger
         logger[metadataKey: "user"] = "\(identity.user)"
         logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
         runtime.metrics.connectionOpened(.ws)
         defer { runtime.metrics.connectionClosed(.ws) }
         let output = WebSocketOutput(limit: runtime.limits.outboundBufferBytes)
+        sockets.add(output)
+        defer { sockets.remove(output) }
         let session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: rules,
                                     output: output, via: .ws, logger: logger)
         // A token's expiry holds for the life of the socket (close 4401).
@@ -107,6 +114,17 @@ public enum HTTPFrontend {
             }
         }
         defer { expiry?.cancel() }
+        await withGracefulShutdownHandler {
+            await pump(inbound: inbound, outbound: outbound, output: output, session: session, runtime: runtime, logger: logger)
+        } onGracefulShutdown: {
+            output.close(code: CloseCode.goingAway, reason: "server shutting down")
+        }
+        await session.end()
+        logger.info("websocket disconnected")
+    }
+
+    static func pump(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, output: WebSocketOutput,
+                     session: ClientSession, runtime: BridgeRuntime, logger: Logger) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await output.run(outbound) }
             do {
@@ -124,8 +142,6 @@ public enum HTTPFrontend {
             output.finish()
             await group.waitForAll()
         }
-        await session.end()
-        logger.info("websocket disconnected")
     }
 
     static func errorResponse(_ status: Int, _ code: ErrorCode, _ message: String) -> Response {

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import Metrics
 import Prometheus
+import ServiceLifecycle
 import WarrenCore
 import WarrenHTTP
 
@@ -58,8 +59,15 @@ struct Serve: AsyncParsableCommand {
         let metrics = WarrenMetrics(classifier: RouteClassifier(config.routes), registry: registry)
         let link = BrokerLink(configuration: config, metrics: metrics, logger: logger)
         let sessions = await PollSessionCodec.make(secret: config.auth.secret)
-        let app = HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions, logger: logger)
-        try await app.runService()
+        let (app, drain) = HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions,
+                                                    logger: logger)
+        // SIGTERM / SIGINT start a graceful drain bounded by shutdown.grace; past it, services are cancelled.
+        // Services stop in reverse order: the drain (sockets → 1001) first, then the HTTP server and broker link.
+        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: app), .init(service: drain)],
+                                                           gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(config.shutdownGrace)
+        groupConfiguration.maximumCancellationDuration = .seconds(2)
+        try await ServiceGroup(configuration: groupConfiguration).run()
         logger.info("warren stopped")
     }
 }

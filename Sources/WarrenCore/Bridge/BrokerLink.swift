@@ -41,9 +41,22 @@ public final class BrokerLink: Service, Sendable {
     /// The running bridge, once ready.
     public var runtime: BridgeRuntime? { state.withLockedValue { $0.runtime } }
 
-    /// True once the broker connection and topology are up, and while the connection is healthy.
+    private let draining = NIOLockedValueBox(false)
+
+    /// Readiness goes 503 from now on (the drain has started).
+    public func startDraining() {
+        let first = draining.withLockedValue { d -> Bool in
+            defer { d = true }
+            return !d
+        }
+        if first { logger.info("draining: readiness is now 503, sockets get 1001, long-polls are answered") }
+    }
+
+    /// True once the broker connection and topology are up, while the connection is healthy,
+    /// and until a drain starts.
     public var isReady: Bool {
-        state.withLockedValue { s in
+        if draining.withLockedValue({ $0 }) { return false }
+        return state.withLockedValue { s in
             guard s.topologyReady, let c = s.connection else { return false }
             return c.state == .connected
         }
@@ -97,7 +110,9 @@ public final class BrokerLink: Service, Sendable {
                 default: break
                 }
             }
-        } onGracefulShutdown: {
+        } onGracefulShutdown: { [self] in
+            startDraining()
+            // Sockets and polls have been closed by the drain; the link's close requeues anything left.
             Task { await connection.close() }
         }
         await connection.close()

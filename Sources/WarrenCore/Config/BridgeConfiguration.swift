@@ -59,6 +59,8 @@ public struct BridgeConfiguration: Sendable {
     public var poll = PollSettings()
     /// Serve the demo page at `/`.
     public var demo = true
+    /// Seconds the drain after SIGTERM may take before the process exits anyway.
+    public var shutdownGrace = 10
     /// This process's name among Warren nodes (used in its live queue's name).
     public var nodeID: String = ""
 
@@ -150,6 +152,8 @@ public struct BridgeConfiguration: Sendable {
             throw source.error("inbox", "queue_type", "must be classic or quorum")
         }
 
+        config.shutdownGrace = try source.int("shutdown", "grace", default: config.shutdownGrace, range: 1...600)
+
         config.poll.sessionTTL = try source.int("poll", "session_ttl", default: config.poll.sessionTTL, range: 5...86_400)
         config.poll.maxWait = try source.int("poll", "max_wait", default: config.poll.maxWait, range: 0...300)
         config.poll.maxBatch = try source.int("poll", "max_batch", default: config.poll.maxBatch, range: 1...10_000)
@@ -169,7 +173,7 @@ public struct BridgeConfiguration: Sendable {
                                                            range: 1...100_000)
 
         if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
-                                                            "inbox", "limits", "poll"]).first { throw unknown }
+                                                            "inbox", "limits", "poll", "shutdown"]).first { throw unknown }
         return config
     }
 }

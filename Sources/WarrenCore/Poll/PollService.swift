@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 /// One message in a poll answer.
 public struct PollMessage: Sendable {
@@ -233,7 +234,12 @@ final class NodeSession: Sendable {
             tags.append(try await channel.consume(queue: queue, sink: waiter.sink(for: queue)))
         }
         logger.debug("long-poll waiting", metadata: ["session": "\(id.prefix(8))"])
-        await waiter.wait(timeout: wait)
+        // A drain answers held long-polls at once (with what they have).
+        await withGracefulShutdownHandler {
+            await waiter.wait(timeout: wait)
+        } onGracefulShutdown: {
+            waiter.wake()
+        }
         for tag in tags { try await channel.cancel(consumerTag: tag) }
         let (kept, extra) = waiter.drain()
         for m in extra { channel.reject(m.message.deliveryTag, requeue: true) }
