@@ -71,3 +71,20 @@ import Testing
         #expect(throws: ConfigError(key: "bogus", reason: "unknown section")) { try BridgeConfiguration.parse("[bogus]\na = 1\n") }
     }
 }
+
+@Suite struct EffectiveConfigurationTests {
+    @Test func secretFileIsReadAndNeverPrinted() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-secret-\(UUID().uuidString)").path
+        try "a-secret-read-from-a-file-0123456789\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let c = try BridgeConfiguration.parse("[auth]\nmode = \"token\"\nsecret_file = \"\(path)\"\n",
+                                              environment: ["WARREN_AMQP_URL": "amqp://u:hunter2@h:5672/v"])
+        #expect(c.auth.secret == "a-secret-read-from-a-file-0123456789")
+        let printed = c.effectiveDescription
+        #expect(!printed.contains("a-secret-read-from-a-file") && !printed.contains("hunter2"))
+        #expect(printed.contains("secret = \"***\"") && printed.contains("amqp://u:***@h:5672/v"))
+        #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[auth]\nsecret_file = \"/nonexistent/secret\"\n") }
+        #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[log]\nformat = \"xml\"\n") }
+        #expect(try BridgeConfiguration.parse("[log]\nformat = \"json\"\n").log.json)
+    }
+}

@@ -1,4 +1,5 @@
 import AMQPClient
+import Foundation
 import Logging
 
 /// Everything `bridge.toml` configures. Every key has a default, so an empty
@@ -25,6 +26,8 @@ public struct BridgeConfiguration: Sendable {
 
     public struct Log: Sendable {
         public var level: Logger.Level = .info
+        /// `text` (one readable line per event) or `json` (one JSON object per line).
+        public var json = false
     }
 
     public enum AuthMode: String, Sendable {
@@ -104,7 +107,9 @@ public struct BridgeConfiguration: Sendable {
             throw source.error("log", "level", "must be one of trace, debug, info, notice, warning, error, critical")
         }
         config.log.level = parsed
-
+        let format = try source.string("log", "format", default: "text")
+        guard format == "text" || format == "json" else { throw source.error("log", "format", "must be text or json") }
+        config.log.json = format == "json"
         config.nodeID = try source.string("node", "id", default: "")
         guard config.nodeID.isEmpty || RouteKey.isValidWord(config.nodeID) else {
             throw source.error("node", "id", "must be a word of [A-Za-z0-9_-]")
@@ -115,8 +120,17 @@ public struct BridgeConfiguration: Sendable {
         guard let authMode = AuthMode(rawValue: mode) else { throw source.error("auth", "mode", "must be none or token") }
         config.auth.mode = authMode
         config.auth.secret = try source.string("auth", "secret", default: "")
+        let secretFile = try source.string("auth", "secret_file", default: "")
+        if !secretFile.isEmpty {
+            guard let data = FileManager.default.contents(atPath: secretFile),
+                  let text = String(data: data, encoding: .utf8) else {
+                throw source.error("auth", "secret_file", "cannot read \(secretFile)")
+            }
+            config.auth.secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         if authMode == .token, config.auth.secret.utf8.count < 32 {
-            throw source.error("auth", "secret", "token mode needs an HS256 secret of at least 32 bytes")
+            throw source.error("auth", secretFile.isEmpty ? "secret" : "secret_file",
+                               "token mode needs an HS256 secret of at least 32 bytes")
         }
 
         config.acl = AccessPolicy(subscribe: try source.stringArray("acl", "subscribe", default: config.acl.subscribe),
@@ -191,5 +205,33 @@ public struct HostAndPort: Sendable, Equatable {
         guard !host.isEmpty else { return nil }
         self.host = host
         self.port = port
+    }
+}
+
+extension BridgeConfiguration {
+    /// The effective configuration as TOML, secrets masked: what `warren check` prints.
+    public var effectiveDescription: String {
+        func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        func list(_ l: [String]) -> String { "[" + l.map(q).joined(separator: ", ") + "]" }
+        var lines: [String] = []
+        lines += ["[amqp]", "url = \(q(amqp.client.redactedDescription))", "exchange = \(q(amqp.exchange))", "prefetch = \(amqp.prefetch)",
+                  "heartbeat = \(amqp.heartbeat)", "reconnect_initial_ms = \(amqp.reconnectInitialMilliseconds)",
+                  "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)", ""]
+        lines += ["[http]", "listen = \(q(http.listen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))", ""]
+        lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "secret = \(q(auth.secret.isEmpty ? "" : "***"))", ""]
+        lines += ["[acl]", "subscribe = \(list(acl.subscribe))", "publish = \(list(acl.publish))", ""]
+        for r in routes { lines += ["[[route]]", "name = \(q(r.name))", "pattern = \(q(r.pattern.value))", ""] }
+        lines += ["[websocket]", "ping_interval = \(websocket.pingInterval)", "idle_timeout = \(websocket.idleTimeout)", ""]
+        lines += ["[inbox]", "prefetch = \(inbox.prefetch)", "expires_ms = \(inbox.expiresMilliseconds)", "max_length = \(inbox.maxLength)",
+                  "overflow = \(q(inbox.overflow))", "queue_type = \(q(inbox.queueType))", ""]
+        lines += ["[poll]", "session_ttl = \(poll.sessionTTL)", "max_wait = \(poll.maxWait)", "max_batch = \(poll.maxBatch)",
+                  "lease = \(poll.lease)", ""]
+        lines += ["[limits]", "max_message_bytes = \(limits.maxMessageBytes)", "max_frame_bytes = \(limits.maxFrameBytes)",
+                  "max_bad_frames = \(limits.maxBadFrames)", "max_subscriptions = \(limits.maxSubscriptions)",
+                  "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)", ""]
+        lines += ["[shutdown]", "grace = \(shutdownGrace)", ""]
+        lines += ["[log]", "level = \(q(log.level.rawValue))", "format = \(q(log.json ? "json" : "text"))", ""]
+        lines += ["[node]", "id = \(q(nodeID))"]
+        return lines.joined(separator: "\n")
     }
 }

@@ -43,6 +43,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         LoggingSystem.bootstrap { label in
+            if config.log.json { return JSONLogHandler(label: label, level: config.log.level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = config.log.level
             return handler
@@ -78,7 +79,8 @@ struct Check: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        print("configuration OK: broker \(config.amqp.client.redactedDescription), exchange \(config.amqp.exchange), listen \(config.http.listen)")
+        print("# configuration OK — the effective configuration (defaults and environment applied, secrets masked):")
+        print(config.effectiveDescription)
     }
 }
 
