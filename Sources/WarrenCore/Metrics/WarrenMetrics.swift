@@ -193,31 +193,11 @@ public final class WarrenMetrics: Sendable {
         for (c, name) in classes.enumerated() {
             if c > 0 { w.raw(",") }
             w.string(name)
-            w.raw(":{\"messages\":{")
-            var first = true
-            for f in Frontend.allCases {
-                for d in Direction.allCases {
-                    let cell = (c * Frontend.allCases.count + f.rawValue) * Direction.allCases.count + d.rawValue
-                    if !first { w.raw(",") }
-                    first = false
-                    w.string("\(f.label)_\(d.label)")
-                    w.raw(":")
-                    w.int(Int64(messageCounts[cell].load(ordering: .relaxed)))
-                }
-            }
-            w.raw("},\"bytes\":{")
-            first = true
-            for f in Frontend.allCases {
-                for d in Direction.allCases {
-                    let cell = (c * Frontend.allCases.count + f.rawValue) * Direction.allCases.count + d.rawValue
-                    if !first { w.raw(",") }
-                    first = false
-                    w.string("\(f.label)_\(d.label)")
-                    w.raw(":")
-                    w.int(Int64(byteCounts[cell].load(ordering: .relaxed)))
-                }
-            }
-            w.raw("},\"dropped\":{")
+            w.raw(":{\"messages\":")
+            writeCells(&w, messageCounts, c)
+            w.raw(",\"bytes\":")
+            writeCells(&w, byteCounts, c)
+            w.raw(",\"dropped\":{")
             for r in DropReason.allCases {
                 if r.rawValue > 0 { w.raw(",") }
                 w.string(r.label)
@@ -247,6 +227,21 @@ public final class WarrenMetrics: Sendable {
         w.int(Int64(reconnects.load(ordering: .relaxed)))
         w.raw("}}")
         return w.bytes
+    }
+
+    /// `{"ws_in": n, "ws_out": n, …}` for one route class.
+    private func writeCells(_ w: inout JSONWriter, _ cells: [ManagedAtomic<Int>], _ c: Int) {
+        w.raw("{")
+        for f in Frontend.allCases {
+            for d in Direction.allCases {
+                let cell = (c * Frontend.allCases.count + f.rawValue) * Direction.allCases.count + d.rawValue
+                if f.rawValue > 0 || d.rawValue > 0 { w.raw(",") }
+                w.string("\(f.label)_\(d.label)")
+                w.raw(":")
+                w.int(Int64(cells[cell].load(ordering: .relaxed)))
+            }
+        }
+        w.raw("}")
     }
 
     /// p50 / p99 upper bounds (ms) from the bucket counts, plus the count.
