@@ -43,7 +43,7 @@ public enum HTTPFrontend {
         }
         // A plain GET of the WebSocket path (no upgrade, or a refused one) is answered here.
         router.get("v1/ws") { request, _ -> Response in
-            guard link.runtime != nil else { return errorResponse(503, .unavailable, "the broker link is not ready") }
+            guard link.runtime != nil, !link.isDraining else { return errorResponse(503, .unavailable, "not accepting connections") }
             do {
                 _ = try await authenticator.authenticate(query: Query(target: request.uri.description),
                                                          authorization: request.headers[.authorization])
@@ -71,7 +71,9 @@ public enum HTTPFrontend {
         let app = Application(
             router: router,
             server: .http1WebSocketUpgrade(configuration: .init(ws: wsConfiguration)) { request, _, logger in
-                guard request.path?.split(separator: "?").first == "/v1/ws", let runtime = link.runtime else { return .dontUpgrade }
+                guard request.path?.split(separator: "?").first == "/v1/ws", !link.isDraining, let runtime = link.runtime else {
+                    return .dontUpgrade // the router answers (503 while draining or before the broker link is up)
+                }
                 let identity: ClientIdentity
                 let rules: AccessRules
                 let expiresAt: Date?

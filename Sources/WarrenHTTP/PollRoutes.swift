@@ -139,6 +139,7 @@ struct PollRoutes: Sendable {
     // MARK: plumbing
 
     private func service() throws(ProtocolError) -> PollService {
+        guard !link.isDraining else { throw ProtocolError(.unavailable, "shutting down", ref: nil) }
         guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
         let id = ObjectIdentifier(runtime)
         return cachedService.withLockedValue { cached in

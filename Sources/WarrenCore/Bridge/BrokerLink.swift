@@ -43,6 +43,9 @@ public final class BrokerLink: Service, Sendable {
 
     private let draining = NIOLockedValueBox(false)
 
+    /// Whether a drain has started (new sockets and polls are refused).
+    public var isDraining: Bool { draining.withLockedValue { $0 } }
+
     /// Readiness goes 503 from now on (the drain has started).
     public func startDraining() {
         let first = draining.withLockedValue { d -> Bool in
