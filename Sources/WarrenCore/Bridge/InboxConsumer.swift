@@ -96,18 +96,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     public func deliver(_ message: AMQPMessage) {
         metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? Clock.milliseconds()
-        let id: String
-        let envelope: ByteBuffer
-        switch EnvelopeAMQPMapping.incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
-                                            nowMilliseconds: Clock.milliseconds(),
-                                            newID: { ids.next(nowMilliseconds: UInt64(Clock.milliseconds())) }) {
-        case .passthrough(let bytes):
-            envelope = bytes
-            id = message.properties.messageID ?? ids.next(nowMilliseconds: UInt64(Clock.milliseconds()))
-        case .translated(let e):
-            envelope = ByteBuffer(bytes: e.encoded())
-            id = e.id
-        }
+        let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
         tags.withLockedValue { $0[id] = message.deliveryTag }
         receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, redelivered: message.redelivered,
                                acceptedAt: accepted)

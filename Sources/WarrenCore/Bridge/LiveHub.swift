@@ -90,13 +90,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
         guard let key = try? RouteKey(message.routingKey) else { return }
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? Clock.milliseconds()
-        let envelope: ByteBuffer
-        switch EnvelopeAMQPMapping.incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
-                                            nowMilliseconds: Clock.milliseconds(),
-                                            newID: { ids.next(nowMilliseconds: UInt64(Clock.milliseconds())) }) {
-        case .passthrough(let bytes): envelope = bytes
-        case .translated(let e): envelope = ByteBuffer(bytes: e.encoded())
-        }
+        let envelope = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids).bytes
         // Collect under the locks, deliver outside them.
         var matched: [LiveSubscriber] = []
         trie.withLockedValue { trie in

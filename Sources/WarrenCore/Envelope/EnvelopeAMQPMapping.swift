@@ -67,6 +67,18 @@ public enum EnvelopeAMQPMapping {
                                     ts: propertyTS ?? nowMilliseconds, body: wrapBody(bytes, contentType: properties.contentType)))
     }
 
+    /// What clients are handed for a delivery: the envelope's bytes (Warren's own passed through
+    /// untouched, anything else translated and encoded once) and its id.
+    public static func clientEnvelope(_ message: AMQPMessage, ids: UUIDv7Generator,
+                                      nowMilliseconds: Int64 = Clock.milliseconds()) -> (bytes: ByteBuffer, id: String) {
+        let newID = { ids.next(nowMilliseconds: UInt64(nowMilliseconds)) }
+        switch incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
+                        nowMilliseconds: nowMilliseconds, newID: newID) {
+        case .passthrough(let bytes): return (bytes, message.properties.messageID ?? newID())
+        case .translated(let e): return (ByteBuffer(bytes: e.encoded()), e.id)
+        }
+    }
+
     /// JSON if the content type says JSON and it parses; else the UTF-8 text; else `{"base64": …}`.
     static func wrapBody(_ bytes: ByteBufferView, contentType: String?) -> JSONValue {
         if let contentType, contentType.lowercased().hasPrefix("application/json") || contentType.lowercased().hasSuffix("+json"),

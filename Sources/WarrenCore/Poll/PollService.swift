@@ -139,13 +139,7 @@ public final class PollService: Sendable {
         let m = delivery.message
         runtime.metrics.message(m.routingKey, .amqp, .in, bytes: m.body.readableBytes)
         runtime.metrics.delivered(m.routingKey, acceptedAtMilliseconds: EnvelopeAMQPMapping.acceptedAt(m.properties) ?? Clock.milliseconds())
-        let envelope: ByteBuffer
-        switch EnvelopeAMQPMapping.incoming(body: m.body, properties: m.properties, routingKey: m.routingKey,
-                                            nowMilliseconds: Clock.milliseconds(),
-                                            newID: { ids.next(nowMilliseconds: UInt64(Clock.milliseconds())) }) {
-        case .passthrough(let bytes): envelope = bytes
-        case .translated(let e): envelope = ByteBuffer(bytes: e.encoded())
-        }
+        let envelope = EnvelopeAMQPMapping.clientEnvelope(m, ids: ids).bytes
         let mode: SubscriptionMode = delivery.queue == d.queue ? .live : .inbox
         let key = try? RouteKey(m.routingKey)
         let candidates = d.subscriptions.filter { $0.mode == mode.rawValue }
