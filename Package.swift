@@ -94,7 +94,11 @@ let package = Package(
         ),
         // Broker-backed tests: need the local RabbitMQ (scripts/rabbitmq.sh).
         // Helpers shared by the broker-backed targets.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "AMQPIntegrationTests",
             dependencies: [

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import TestSupport
 
 /// A loopback TCP proxy in front of the broker that can be told to stop forwarding
 /// (keeping the sockets open), to play a peer that has silently died.
@@ -42,7 +43,7 @@ final class TCPProxy: Sendable {
                 return ClientBootstrap(group: inbound.eventLoop)
                     .connect(host: "127.0.0.1", port: targetPort)
                     .flatMap { outbound in
-                        let (a, b) = GlueHandler.pair(isFrozen: isFrozen)
+                        let (a, b) = SpliceHandler.pair(isFrozen: isFrozen)
                         return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
                     }
             }
@@ -53,66 +54,4 @@ final class TCPProxy: Sendable {
     func stop() async {
         try? await server.close()
     }
-}
-
-/// Copies bytes between two channels, unless frozen.
-final class GlueHandler: ChannelDuplexHandler, @unchecked Sendable {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-
-    private var partner: GlueHandler?
-    private var context: ChannelHandlerContext?
-    private let isFrozen: @Sendable () -> Bool
-
-    init(isFrozen: @escaping @Sendable () -> Bool) { self.isFrozen = isFrozen }
-
-    static func pair(isFrozen: @escaping @Sendable () -> Bool) -> (GlueHandler, GlueHandler) {
-        let a = GlueHandler(isFrozen: isFrozen)
-        let b = GlueHandler(isFrozen: isFrozen)
-        a.partner = b
-        b.partner = a
-        return (a, b)
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
-        if context.channel.isActive { context.read() }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        context.read()
-        context.fireChannelActive()
-    }
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
-        self.partner = nil
-    }
-
-    private func partnerWrite(_ data: ByteBuffer) {
-        guard let context else { return }
-        context.eventLoop.execute { [self] in
-            guard let ctx = self.context else { return }
-            ctx.writeAndFlush(self.wrapOutboundOut(data), promise: nil)
-        }
-    }
-
-    private func partnerClose() {
-        guard let context else { return }
-        context.eventLoop.execute { [self] in self.context?.close(promise: nil) }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let bytes = unwrapInboundIn(data)
-        if !isFrozen() { partner?.partnerWrite(bytes) }
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) { context.read() }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        if !isFrozen() { partner?.partnerClose() }
-        context.fireChannelInactive()
-    }
-
-    func read(context: ChannelHandlerContext) { context.read() }
 }

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import TestSupport
 
 /// A loopback TCP proxy to the broker that can play an outage: when down, it drops every
 /// open connection and refuses (closes at once) new ones.
@@ -27,7 +28,7 @@ final class OutageProxy: Sendable {
                         $0.open[ObjectIdentifier(inbound)] = inbound
                         $0.open[ObjectIdentifier(outbound)] = outbound
                     }
-                    let (a, b) = Splice.pair()
+                    let (a, b) = SpliceHandler.pair(isFrozen: { false })
                     return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
                 }
             }
@@ -46,50 +47,4 @@ final class OutageProxy: Sendable {
     }
 
     func stop() async { try? await server.close() }
-}
-
-/// Copies bytes between two channels on one event loop and closes both together.
-final class Splice: ChannelDuplexHandler, @unchecked Sendable {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-    private var partner: Splice?
-    private var context: ChannelHandlerContext?
-
-    static func pair() -> (Splice, Splice) {
-        let a = Splice(), b = Splice()
-        a.partner = b
-        b.partner = a
-        return (a, b)
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
-        if context.channel.isActive { context.read() }
-    }
-    func channelActive(context: ChannelHandlerContext) {
-        context.read()
-        context.fireChannelActive()
-    }
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
-        partner = nil
-    }
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let bytes = unwrapInboundIn(data)
-        partner?.forward(bytes)
-    }
-    func channelReadComplete(context: ChannelHandlerContext) { context.read() }
-    func channelInactive(context: ChannelHandlerContext) {
-        partner?.context?.close(promise: nil)
-        context.fireChannelInactive()
-    }
-    private func forward(_ bytes: ByteBuffer) {
-        guard let context else { return }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let (me, ctx) = loopBound.value
-            ctx.writeAndFlush(me.wrapOutboundOut(bytes), promise: nil)
-        }
-    }
 }
