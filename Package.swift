@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "AMQPClient", targets: ["AMQPClient"]),
+        // Exposed for Fuzz/ (a separate package built with -sanitize=fuzzer).
+        .library(name: "WarrenCore", targets: ["WarrenCore"]),
         .executable(name: "warren", targets: ["warren"]),
     ],
     dependencies: [
