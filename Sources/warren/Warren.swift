@@ -52,7 +52,7 @@ struct Serve: AsyncParsableCommand {
         if config.auth.mode == .none {
             logger.warning("auth.mode = \"none\": anyone can connect as any user (?user=). For development only.")
         }
-        let tokens = config.auth.secret.utf8.count >= 32 ? await TokenAuthority.hs256(secret: config.auth.secret) : nil
+        let tokens = config.auth.mode == .token ? try await config.auth.makeAuthority() : nil
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = WarrenMetrics.durationBuckets
@@ -85,7 +85,7 @@ struct Check: AsyncParsableCommand {
 }
 
 struct Token: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a token for a user, signed with auth.secret.")
+    static let configuration = CommandConfiguration(abstract: "Print a token for a user, signed with the configured secret or private key.")
     @OptionGroup var options: ConfigOption
     @Option(help: "The user (the token's sub).") var user: String
     @Option(help: "How long it is valid: 90s, 30m, 1h, 7d.") var ttl: String = "1h"
@@ -94,10 +94,13 @@ struct Token: AsyncParsableCommand {
         let config = try options.load()
         guard RouteKey.isValidWord(user) else { throw ValidationError("--user must be a word of [A-Za-z0-9_-]") }
         guard let seconds = Self.parseDuration(ttl) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d") }
-        guard config.auth.secret.utf8.count >= 32 else {
-            throw ValidationError("auth.secret (or WARREN_AUTH_SECRET) must be set to at least 32 bytes to sign tokens")
+        let authority: TokenAuthority
+        do { authority = try await config.auth.makeAuthority() } catch {
+            throw ValidationError("cannot sign tokens: \(error) (HS256: set auth.secret or WARREN_AUTH_SECRET; RS256/ES256: auth.private_key_file)")
         }
-        let authority = await TokenAuthority.hs256(secret: config.auth.secret)
+        guard authority.canMint else {
+            throw ValidationError("\(config.auth.algorithm.rawValue) needs auth.private_key_file to sign tokens")
+        }
         print(try await authority.mint(user: user, ttl: seconds))
     }
 

@@ -88,3 +88,40 @@ import Testing
         #expect(try BridgeConfiguration.parse("[log]\nformat = \"json\"\n").log.json)
     }
 }
+
+@Suite struct AuthConfigurationTests {
+    static let secret = "secret = \"0123456789abcdef0123456789abcdef\"\n"
+
+    func key(of text: String) -> String? {
+        do { _ = try BridgeConfiguration.parse(text); return nil } catch { return error.key }
+    }
+
+    @Test func noneModeIsRefusedOffLoopbackUnlessAllowed() throws {
+        #expect(key(of: "[http]\nlisten = \"0.0.0.0:8080\"\n") == "auth.mode")
+        #expect(key(of: "[http]\nlisten = \"[::]:8080\"\n") == "auth.mode")
+        #expect(key(of: "[http]\nlisten = \"0.0.0.0:8080\"\n[auth]\nallow_insecure = true\n") == nil)
+        #expect(key(of: "[http]\nlisten = \"127.0.0.1:8080\"\n") == nil)
+        #expect(key(of: "[http]\nlisten = \"localhost:8080\"\n") == nil)
+        #expect(key(of: "[http]\nlisten = \"[::1]:8080\"\n") == nil)
+        #expect(key(of: "[http]\nlisten = \"0.0.0.0:8080\"\n[auth]\nmode = \"token\"\n" + Self.secret) == nil)
+        // The environment can lift it, as every key.
+        #expect(throws: Never.self) {
+            try BridgeConfiguration.parse("[http]\nlisten = \"0.0.0.0:8080\"\n", environment: ["WARREN_AUTH_ALLOW_INSECURE": "true"])
+        }
+    }
+
+    @Test func publicKeyModesNeedAReadableKey() throws {
+        let base = "[auth]\nmode = \"token\"\n" + Self.secret
+        #expect(key(of: base + "algorithm = \"RS256\"\n") == "auth.public_key_file")
+        #expect(key(of: base + "algorithm = \"PS512\"\n") == "auth.algorithm")
+        #expect(key(of: base + "algorithm = \"ES256\"\npublic_key_file = \"/nonexistent.pem\"\n") == "auth.public_key_file")
+        #expect(key(of: base + "leeway = 100000\n") == "auth.leeway")
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-key-\(UUID().uuidString).pem").path
+        try TokenAuthorityTests.rsaPublic.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let c = try BridgeConfiguration.parse(base + "algorithm = \"rs256\"\npublic_key_file = \"\(path)\"\naudience = \"chat\"\nleeway = 5\n")
+        #expect(c.auth.algorithm == .rs256 && c.auth.publicKeyPEM == TokenAuthorityTests.rsaPublic)
+        #expect(c.auth.rules == TokenRules(leeway: 5, audience: "chat", issuer: nil))
+        #expect(c.effectiveDescription.contains("public_key = loaded"))
+    }
+}

@@ -7,47 +7,150 @@ public struct WarrenClaim: Codable, Sendable, Equatable {
     public var publish: [String]?
 }
 
-/// The claims Warren reads from a token.
+/// The claims Warren reads from a token. `exp` is required: a token that never expires
+/// would outlive any revocation, and Warren's poll session strings (which carry no `exp`)
+/// must never pass for one.
 struct WarrenTokenPayload: JWTPayload {
     var sub: SubjectClaim
-    var exp: ExpirationClaim?
+    var exp: ExpirationClaim
+    var nbf: NotBeforeClaim?
     var iat: IssuedAtClaim?
+    var aud: AudienceClaim?
+    var iss: IssuerClaim?
     var warren: WarrenClaim?
 
-    func verify(using algorithm: some JWTAlgorithm) async throws {
-        try exp?.verifyNotExpired()
-    }
+    /// Time-based and audience checks need the configured leeway and audience, so
+    /// `TokenAuthority.verify` does them after the signature check.
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// Who a valid token says the client is, and until when.
 public struct VerifiedToken: Sendable {
     public var user: String
+    /// When the token stops being accepted (its `exp` plus the leeway): sockets close with 4401 then.
     public var expiresAt: Date?
     /// The token's own access lists, if it carried a `warren` claim.
     public var policy: AccessPolicy?
 }
 
-/// Signs and verifies Warren's JWTs (HS256 via jwt-kit).
-public final class TokenAuthority: Sendable {
-    let keys: JWTKeyCollection
+/// The signature algorithms Warren accepts, one per deployment.
+public enum TokenAlgorithm: String, Sendable, CaseIterable {
+    /// A shared secret: whoever can verify can also mint.
+    case hs256 = "HS256"
+    /// An RSA public key (≥ 2048 bits): an identity provider mints, Warren only verifies.
+    case rs256 = "RS256"
+    /// A P-256 public key: as RS256, with smaller keys and tokens.
+    case es256 = "ES256"
+}
 
-    private init(keys: JWTKeyCollection) { self.keys = keys }
+/// What a token must satisfy besides its signature.
+public struct TokenRules: Sendable, Equatable {
+    /// Clock skew tolerated on `exp`, `nbf` and `iat`, in seconds.
+    public var leeway: Int = 30
+    /// When set, the token's `aud` must include it.
+    public var audience: String?
+    /// When set, the token's `iss` must equal it.
+    public var issuer: String?
+
+    public init(leeway: Int = 30, audience: String? = nil, issuer: String? = nil) {
+        self.leeway = leeway
+        self.audience = audience
+        self.issuer = issuer
+    }
+}
+
+/// Why a key could not be loaded.
+public struct TokenKeyError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// Verifies (and, given a private key or secret, signs) Warren's JWTs through jwt-kit.
+///
+/// jwt-kit refuses a token whose `alg` header differs from the configured key's, so an
+/// HS256 token "signed" with an RSA public key, or `alg: none`, never verifies; HMAC tags
+/// are compared in constant time by swift-crypto.
+public final class TokenAuthority: Sendable {
+    let verifier: JWTKeyCollection
+    let signer: JWTKeyCollection?
+    public let rules: TokenRules
+
+    private init(verifier: JWTKeyCollection, signer: JWTKeyCollection?, rules: TokenRules) {
+        self.verifier = verifier
+        self.signer = signer
+        self.rules = rules
+    }
 
     /// An HS256 authority. The secret must be at least 32 bytes (config validation enforces it:
     /// jwt-kit traps on shorter HMAC keys).
-    public static func hs256(secret: String) async -> TokenAuthority {
+    public static func hs256(secret: String, rules: TokenRules = TokenRules()) async -> TokenAuthority {
         let keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
-        return TokenAuthority(keys: keys)
+        return TokenAuthority(verifier: keys, signer: keys, rules: rules)
     }
 
-    /// Verifies signature and expiry; the `sub` must be a valid user word.
-    public func verify(_ token: String) async throws(ProtocolError) -> VerifiedToken {
+    /// An RS256 or ES256 authority from PEM text: a public key (verify only) and optionally the
+    /// private key (so `warren token` can mint; a private key alone also serves to verify).
+    public static func publicKey(_ algorithm: TokenAlgorithm, publicPEM: String?, privatePEM: String?,
+                                 rules: TokenRules = TokenRules()) async throws(TokenKeyError) -> TokenAuthority {
+        let verifier = JWTKeyCollection()
+        var signer: JWTKeyCollection?
+        do {
+            switch algorithm {
+            case .hs256:
+                throw TokenKeyError(description: "HS256 takes a secret, not a key")
+            case .rs256:
+                if let publicPEM { await verifier.add(rsa: try Insecure.RSA.PublicKey(pem: publicPEM), digestAlgorithm: .sha256) }
+                if let privatePEM {
+                    let keys = JWTKeyCollection()
+                    let key = try Insecure.RSA.PrivateKey(pem: privatePEM)
+                    await keys.add(rsa: key, digestAlgorithm: .sha256)
+                    if publicPEM == nil { await verifier.add(rsa: key.publicKey, digestAlgorithm: .sha256) }
+                    signer = keys
+                }
+            case .es256:
+                if let publicPEM { await verifier.add(ecdsa: try ES256PublicKey(pem: publicPEM)) }
+                if let privatePEM {
+                    let keys = JWTKeyCollection()
+                    let key = try ES256PrivateKey(pem: privatePEM)
+                    await keys.add(ecdsa: key)
+                    if publicPEM == nil { await verifier.add(ecdsa: key.publicKey) }
+                    signer = keys
+                }
+            }
+        } catch let error as TokenKeyError {
+            throw error
+        } catch {
+            throw TokenKeyError(description: "not a valid \(algorithm.rawValue) key in PEM form (\(error))")
+        }
+        guard publicPEM != nil || privatePEM != nil else { throw TokenKeyError(description: "no key given") }
+        return TokenAuthority(verifier: verifier, signer: signer, rules: rules)
+    }
+
+    /// Verifies signature, `exp` / `nbf` / `iat` (within the leeway), `aud` and `iss` when
+    /// configured; the `sub` must be a valid user word. The error message names the reason
+    /// but never echoes the token.
+    public func verify(_ token: String, now: Date = Date()) async throws(ProtocolError) -> VerifiedToken {
         let payload: WarrenTokenPayload
         do {
-            payload = try await keys.verify(token, as: WarrenTokenPayload.self)
+            payload = try await verifier.verify(token, as: WarrenTokenPayload.self)
         } catch {
-            throw ProtocolError(.unauthorized, "invalid or expired token", ref: nil)
+            throw ProtocolError(.unauthorized, "invalid token (bad signature, algorithm or claims)", ref: nil)
+        }
+        let leeway = TimeInterval(rules.leeway)
+        guard payload.exp.value.addingTimeInterval(leeway) > now else {
+            throw ProtocolError(.unauthorized, "token expired", ref: nil)
+        }
+        if let nbf = payload.nbf, nbf.value.addingTimeInterval(-leeway) > now {
+            throw ProtocolError(.unauthorized, "token not valid yet (nbf)", ref: nil)
+        }
+        if let iat = payload.iat, iat.value.addingTimeInterval(-leeway) > now {
+            throw ProtocolError(.unauthorized, "token issued in the future (iat)", ref: nil)
+        }
+        if let audience = rules.audience, !(payload.aud?.value.contains(audience) ?? false) {
+            throw ProtocolError(.unauthorized, "token not meant for this audience (aud)", ref: nil)
+        }
+        if let issuer = rules.issuer, payload.iss?.value != issuer {
+            throw ProtocolError(.unauthorized, "token from another issuer (iss)", ref: nil)
         }
         guard RouteKey.isValidWord(payload.sub.value) else {
             throw ProtocolError(.unauthorized, "the token's sub is not a valid user name", ref: nil)
@@ -58,14 +161,21 @@ public final class TokenAuthority: Sendable {
             do { try p.validate() } catch { throw ProtocolError(.unauthorized, "the token's warren claim is invalid: \(error)", ref: nil) }
             policy = p
         }
-        return VerifiedToken(user: payload.sub.value, expiresAt: payload.exp?.value, policy: policy)
+        return VerifiedToken(user: payload.sub.value, expiresAt: payload.exp.value.addingTimeInterval(leeway), policy: policy)
     }
 
-    /// Mints a token for `user` valid for `ttl` seconds.
-    public func mint(user: String, ttl: TimeInterval, claim: WarrenClaim? = nil) async throws -> String {
-        let now = Date()
-        let payload = WarrenTokenPayload(sub: SubjectClaim(value: user), exp: ExpirationClaim(value: now.addingTimeInterval(ttl)),
-                                         iat: IssuedAtClaim(value: now), warren: claim)
-        return try await keys.sign(payload)
+    /// Whether this authority holds a key it can sign with.
+    public var canMint: Bool { signer != nil }
+
+    /// Mints a token for `user` valid for `ttl` seconds, carrying the configured `aud` and `iss`.
+    public func mint(user: String, ttl: TimeInterval, claim: WarrenClaim? = nil, now: Date = Date(),
+                     notBefore: Date? = nil) async throws -> String {
+        guard let signer else { throw TokenKeyError(description: "no private key or secret to sign with") }
+        let payload = WarrenTokenPayload(
+            sub: SubjectClaim(value: user), exp: ExpirationClaim(value: now.addingTimeInterval(ttl)),
+            nbf: notBefore.map { NotBeforeClaim(value: $0) }, iat: IssuedAtClaim(value: now),
+            aud: rules.audience.map { AudienceClaim(value: [$0]) }, iss: rules.issuer.map { IssuerClaim(value: $0) },
+            warren: claim)
+        return try await signer.sign(payload)
     }
 }

@@ -39,8 +39,30 @@ public struct BridgeConfiguration: Sendable {
 
     public struct Auth: Sendable {
         public var mode: AuthMode = .none
-        /// HS256 secret (at least 32 bytes) for token mode and `warren token`.
+        /// How tokens are signed.
+        public var algorithm: TokenAlgorithm = .hs256
+        /// At least 32 bytes in token mode: the HS256 key, and in every token mode the key
+        /// that signs poll session strings (shared by all nodes).
         public var secret: String = ""
+        /// RS256 / ES256: the PEM text of the public key tokens are verified with.
+        public var publicKeyPEM: String?
+        /// RS256 / ES256: the PEM text of the private key `warren token` signs with.
+        public var privateKeyPEM: String?
+        /// Leeway, audience and issuer checks.
+        public var rules = TokenRules()
+        /// Allows `mode = "none"` on a non-loopback listen address.
+        public var allowInsecure = false
+
+        /// The authority that verifies (and, with a secret or private key, mints) tokens.
+        public func makeAuthority() async throws(TokenKeyError) -> TokenAuthority {
+            switch algorithm {
+            case .hs256:
+                guard secret.utf8.count >= 32 else { throw TokenKeyError(description: "auth.secret must be at least 32 bytes") }
+                return await TokenAuthority.hs256(secret: secret, rules: rules)
+            case .rs256, .es256:
+                return try await TokenAuthority.publicKey(algorithm, publicPEM: publicKeyPEM, privatePEM: privateKeyPEM, rules: rules)
+            }
+        }
     }
 
     public struct WebSocket: Sendable {
@@ -130,7 +152,35 @@ public struct BridgeConfiguration: Sendable {
         }
         if authMode == .token, config.auth.secret.utf8.count < 32 {
             throw source.error("auth", secretFile.isEmpty ? "secret" : "secret_file",
-                               "token mode needs an HS256 secret of at least 32 bytes")
+                               "token mode needs a secret of at least 32 bytes (the HS256 key; it also signs poll sessions)")
+        }
+        let algorithm = try source.string("auth", "algorithm", default: config.auth.algorithm.rawValue)
+        guard let tokenAlgorithm = TokenAlgorithm(rawValue: algorithm.uppercased()) else {
+            throw source.error("auth", "algorithm", "must be HS256, RS256 or ES256")
+        }
+        config.auth.algorithm = tokenAlgorithm
+        for (key, keyPath) in [("public_key_file", \Auth.publicKeyPEM), ("private_key_file", \Auth.privateKeyPEM)] {
+            let path = try source.string("auth", key, default: "")
+            guard !path.isEmpty else { continue }
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw source.error("auth", key, "cannot read \(path)")
+            }
+            config.auth[keyPath: keyPath] = text
+        }
+        if authMode == .token, tokenAlgorithm != .hs256 {
+            guard config.auth.publicKeyPEM != nil || config.auth.privateKeyPEM != nil else {
+                throw source.error("auth", "public_key_file", "\(tokenAlgorithm.rawValue) needs a public key file")
+            }
+        }
+        config.auth.rules.leeway = try source.int("auth", "leeway", default: config.auth.rules.leeway, range: 0...600)
+        let audience = try source.string("auth", "audience", default: "")
+        config.auth.rules.audience = audience.isEmpty ? nil : audience
+        let issuer = try source.string("auth", "issuer", default: "")
+        config.auth.rules.issuer = issuer.isEmpty ? nil : issuer
+        config.auth.allowInsecure = try source.bool("auth", "allow_insecure", default: false)
+        if authMode == .none, !config.auth.allowInsecure, !(HostAndPort(config.http.listen)?.isLoopback ?? false) {
+            throw source.error("auth", "mode", "\"none\" trusts ?user= and is refused on a non-loopback http.listen "
+                               + "(\(config.http.listen)); use token mode, or set auth.allow_insecure = true")
         }
 
         config.acl = AccessPolicy(subscribe: try source.stringArray("acl", "subscribe", default: config.acl.subscribe),
@@ -206,6 +256,11 @@ public struct HostAndPort: Sendable, Equatable {
         self.host = host
         self.port = port
     }
+
+    /// Whether only this machine can reach the address (127.0.0.0/8, ::1, localhost).
+    public var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
 }
 
 extension BridgeConfiguration {
@@ -218,7 +273,11 @@ extension BridgeConfiguration {
                   "heartbeat = \(amqp.heartbeat)", "reconnect_initial_ms = \(amqp.reconnectInitialMilliseconds)",
                   "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)", ""]
         lines += ["[http]", "listen = \(q(http.listen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))", ""]
-        lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "secret = \(q(auth.secret.isEmpty ? "" : "***"))", ""]
+        lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
+                  "secret = \(q(auth.secret.isEmpty ? "" : "***"))",
+                  "public_key = \(auth.publicKeyPEM == nil ? "none" : "loaded")", "private_key = \(auth.privateKeyPEM == nil ? "none" : "***")",
+                  "leeway = \(auth.rules.leeway)", "audience = \(q(auth.rules.audience ?? ""))", "issuer = \(q(auth.rules.issuer ?? ""))",
+                  "allow_insecure = \(auth.allowInsecure)", ""]
         lines += ["[acl]", "subscribe = \(list(acl.subscribe))", "publish = \(list(acl.publish))", ""]
         for r in routes { lines += ["[[route]]", "name = \(q(r.name))", "pattern = \(q(r.pattern.value))", ""] }
         lines += ["[websocket]", "ping_interval = \(websocket.pingInterval)", "idle_timeout = \(websocket.idleTimeout)", ""]

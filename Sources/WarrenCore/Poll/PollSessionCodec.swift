@@ -48,7 +48,10 @@ public final class PollSessionCodec: Sendable {
 
     public static func make(secret: String) async -> PollSessionCodec {
         let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: secret.utf8.count >= 32 ? secret : developmentKey), digestAlgorithm: .sha256)
+        // A key of its own (the secret plus a suffix), so a user token never passes for a session
+        // string and a session string never passes for a user token.
+        let key = (secret.utf8.count >= 32 ? secret : developmentKey) + "/warren-poll-session"
+        await keys.add(hmac: HMACKey(from: key), digestAlgorithm: .sha256)
         return PollSessionCodec(keys: keys)
     }
 
