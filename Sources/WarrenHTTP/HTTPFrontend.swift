@@ -41,14 +41,19 @@ public enum HTTPFrontend {
                 ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
                 : Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "not ready\n")))
         }
-        // A plain GET of the WebSocket path (no upgrade, or a refused one) is answered here.
+        // A plain GET of the WebSocket path is answered here with the reason an upgrade would be
+        // refused (hummingbird-websocket answers a refused upgrade itself, with an empty 400).
         router.get("v1/ws") { request, _ -> Response in
             guard link.runtime != nil, !link.isDraining else { return errorResponse(503, .unavailable, "not accepting connections") }
+            let identity: ClientIdentity
             do {
-                _ = try await authenticator.authenticate(query: Query(target: request.uri.description),
-                                                         authorization: request.headers[.authorization])
+                (identity, _, _) = try await authenticator.authenticate(query: Query(target: request.uri.description),
+                                                                        authorization: request.headers[.authorization])
             } catch let error as AuthFailure {
                 return errorResponse(error.status, error.code, error.message)
+            }
+            if let users = link.runtime?.users, users.isAtConnectionLimit(identity.user) {
+                return errorResponse(429, .rateLimited, "at most \(users.maxConnections) connections per user")
             }
             return errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
         }
@@ -83,7 +88,12 @@ public enum HTTPFrontend {
                 } catch {
                     return .dontUpgrade // the router answers with the status
                 }
+                guard runtime.users.openConnection(identity.user) else {
+                    runtime.metrics.limitHit(.ws, .connections)
+                    return .dontUpgrade // the router answers 429
+                }
                 return .upgrade([:]) { inbound, outbound, _ in
+                    defer { runtime.users.closeConnection(identity.user) }
                     await serve(inbound: inbound, outbound: outbound, identity: identity, rules: rules, expiresAt: expiresAt,
                                 runtime: runtime, sockets: sockets, logger: logger)
                 }
@@ -139,6 +149,9 @@ public enum HTTPFrontend {
                     }
                 }
             } catch {
+                // swift-websocket closes with 1009 itself; its error type is internal, so the
+                // limit is recognised by name to count it.
+                if String(describing: error).contains("messageTooLarge") { runtime.metrics.limitHit(.ws, .frameSize) }
                 logger.debug("websocket inbound ended", metadata: ["error": "\(error)"])
             }
             output.finish()

@@ -69,6 +69,12 @@ struct PollRoutes: Sendable {
         let wait = try nonNegative(query.items["wait"], name: "wait", default: 0)
         let max = try nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch)
         let service = try service()
+        let users = service.runtime.users
+        guard users.openConnection(identity.user) else {
+            service.runtime.metrics.limitHit(.poll, .connections)
+            throw ProtocolError(.rateLimited, "at most \(users.maxConnections) connections per user", ref: nil)
+        }
+        defer { users.closeConnection(identity.user) }
         service.runtime.metrics.connectionOpened(.poll)
         defer { service.runtime.metrics.connectionClosed(.poll) }
         let (messages, cursor) = try await cancelWhenGracefulShutdownOrEnd {
@@ -118,8 +124,19 @@ struct PollRoutes: Sendable {
             runtime.metrics.dropped(route.value, .forbidden)
             throw ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: publish.cid)
         }
-        let ids = try await runtime.publisher.publish(publish, from: identity.user, via: .poll,
+        guard runtime.users.takePublishes(identity.user, count: publish.routes.count) else {
+            runtime.metrics.limitHit(.poll, .publishRate)
+            runtime.metrics.dropped(publish.routes.first?.value, .rateLimited)
+            throw ProtocolError(.rateLimited, "publish rate limit: \(runtime.limits.publishRate) a second per user", ref: publish.cid)
+        }
+        let ids: [String]
+        do {
+            ids = try await runtime.publisher.publish(publish, from: identity.user, via: .poll,
                                                       maxMessageBytes: runtime.limits.maxMessageBytes)
+        } catch {
+            if error.code == .tooLarge { runtime.metrics.limitHit(.poll, .messageSize) }
+            throw error
+        }
         var w = JSONWriter()
         if publish.multicast {
             w.raw("{\"ids\":")

@@ -57,7 +57,7 @@ enum HTTPTestClient {
             .connect(host: "127.0.0.1", port: port).get()
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: target)
         head.headers.add(name: "Host", value: "127.0.0.1:\(port)")
-        head.headers.add(name: "Connection", value: "close")
+        if !headers.contains(where: { $0.0.lowercased() == "connection" }) { head.headers.add(name: "Connection", value: "close") }
         for (k, v) in headers { head.headers.add(name: k, value: v) }
         if let body {
             head.headers.add(name: "Content-Type", value: "application/json")

@@ -146,20 +146,13 @@ final class TestSocket: Sendable {
         return await closeCode()
     }
 
-    /// Waits for the connection to end and returns the server's close code.
+    /// Waits (at most `timeout`) for the connection to end and returns the server's close code.
     func closeCode(timeout: Duration = .seconds(30)) async -> UInt16? {
         let task = self.task
-        let result = await withTaskGroup(of: WebSocketCloseFrame??.self) { group in
-            group.addTask { try? await task.value }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return .some(nil)
-            }
-            let first = await group.next()!
-            group.cancelAll()
-            return first
-        }
-        guard let frame = result ?? nil else { return nil }
+        let ended = Mailbox<WebSocketCloseFrame?>()
+        // An unstructured waiter: `task.value` ignores cancellation, so it must not hold up the timeout.
+        Task { await ended.append((try? await task.value) ?? nil) }
+        guard let frame = await ended.next(timeout: timeout) ?? nil else { return nil }
         return Self.code(frame.closeCode)
     }
 

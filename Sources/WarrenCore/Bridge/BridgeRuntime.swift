@@ -17,6 +17,12 @@ public struct BridgeLimits: Sendable, Equatable {
     public var outboundBufferBytes: Int = 1 << 20
     /// Publishes one connection may have awaiting confirms.
     public var maxPendingPublishes: Int = 256
+    /// WebSockets plus held long-polls one user may have open on one node (0 = unlimited).
+    public var maxConnectionsPerUser: Int = 100
+    /// Publishes a second one user may make on one node, all frontends together (0 = unlimited).
+    public var publishRate: Int = 100
+    /// Publishes a user may make in a burst above the rate.
+    public var publishBurst: Int = 200
 
     public init() {}
 }
@@ -32,6 +38,8 @@ public final class BridgeRuntime: Sendable {
     public let inbox: InboxSettings
     public let policy: AccessPolicy
     public let metrics: WarrenMetrics
+    /// Per-user connection and publish-rate limits on this node.
+    public let users: UserLimiter
     let logger: Logger
     private let slowConsumers = NIOLockedValueBox(0)
 
@@ -40,6 +48,7 @@ public final class BridgeRuntime: Sendable {
     func countSlowConsumer(route: String?) {
         slowConsumers.withLockedValue { $0 += 1 }
         metrics.dropped(route, .slowConsumer)
+        metrics.limitHit(.ws, .slowConsumer)
     }
 
     init(connection: AMQPConnection, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
@@ -52,6 +61,7 @@ public final class BridgeRuntime: Sendable {
         self.limits = limits
         self.inbox = inbox
         self.policy = policy
+        self.users = UserLimiter(limits)
         self.logger = logger
     }
 
@@ -61,7 +71,7 @@ public final class BridgeRuntime: Sendable {
         let publishChannel = try await connection.openChannel()
         try await publishChannel.confirmSelect()
         let liveChannel = try await connection.openChannel()
-        let hub = LiveHub(channel: liveChannel, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
+        let hub = LiveHub(channel: liveChannel, bindChannel: try await connection.openChannel(), queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
                           metrics: metrics, logger: logger)
         try await hub.start()
         return BridgeRuntime(connection: connection,

@@ -27,6 +27,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         var pendingPublishes = 0
         var closed = false
         var slowConsumer = false
+        /// Closed with 1008 already: later refusals are not counted again.
+        var closedForPolicy = false
     }
 
     private let state = NIOLockedValueBox(State())
@@ -47,6 +49,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// Handles one text frame from the client. Publishes are answered asynchronously
     /// (pubacks may come out of order); everything else in order.
     public func handle(_ frame: ByteBuffer) async {
+        // Once closed for abuse, whatever the client still sends is not even parsed.
+        guard !state.withLockedValue({ $0.closedForPolicy }) else { return }
         let parsed: ClientFrame
         do {
             parsed = try ClientFrame.parse(frame.readableBytesView)
@@ -77,11 +81,20 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         send(ServerFrame.error(error))
         let now = Clock.milliseconds()
         let tooMany = state.withLockedValue { s -> Bool in
-            s.badFrameTimes.removeAll { $0 < now - 60_000 }
+            // Oldest first: drop the expired ones from the front, and never keep more than
+            // the limit needs, so a flood of bad frames costs O(1) each.
+            let expired = s.badFrameTimes.prefix { $0 < now - 60_000 }.count
+            s.badFrameTimes.removeFirst(expired)
+            if s.badFrameTimes.count > runtime.limits.maxBadFrames { s.badFrameTimes.removeFirst() }
             s.badFrameTimes.append(now)
-            return s.badFrameTimes.count > runtime.limits.maxBadFrames
+            guard !s.closedForPolicy, s.badFrameTimes.count > runtime.limits.maxBadFrames else { return false }
+            s.closedForPolicy = true
+            return true
         }
-        if tooMany { output.close(code: CloseCode.policy, reason: "too many bad frames") }
+        if tooMany {
+            runtime.metrics.limitHit(.ws, .badFrames)
+            output.close(code: CloseCode.policy, reason: "too many bad frames")
+        }
     }
 
     @discardableResult
@@ -106,6 +119,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         let refusal: ProtocolError? = state.withLockedValue { s in
             if s.subscriptions[id] != nil { return ProtocolError(.conflict, "subscription id already in use", ref: id) }
             if s.subscriptions.count >= runtime.limits.maxSubscriptions {
+                runtime.metrics.limitHit(.ws, .subscriptions)
                 return ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per connection", ref: id)
             }
             return nil
@@ -175,12 +189,19 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             runtime.metrics.dropped(route.value, .forbidden)
             return fail(ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: request.cid))
         }
+        guard runtime.users.takePublishes(user, count: request.routes.count) else {
+            runtime.metrics.limitHit(.ws, .publishRate)
+            runtime.metrics.dropped(request.routes.first?.value, .rateLimited)
+            return fail(ProtocolError(.rateLimited, "publish rate limit: \(runtime.limits.publishRate) a second per user",
+                                      ref: request.cid))
+        }
         let admitted = state.withLockedValue { s -> Bool in
             guard s.pendingPublishes < runtime.limits.maxPendingPublishes else { return false }
             s.pendingPublishes += 1
             return true
         }
         guard admitted else {
+            runtime.metrics.limitHit(.ws, .pendingPublishes)
             runtime.metrics.dropped(request.routes.first?.value, .rateLimited)
             return fail(ProtocolError(.rateLimited, "too many publishes awaiting confirmation", ref: request.cid))
         }
@@ -190,7 +211,10 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             pending = try runtime.publisher.submit(request, from: user, via: via, maxMessageBytes: runtime.limits.maxMessageBytes)
         } catch {
             state.withLockedValue { $0.pendingPublishes -= 1 }
-            if error.code == .tooLarge { runtime.metrics.dropped(request.routes.first?.value, .tooLarge) }
+            if error.code == .tooLarge {
+                runtime.metrics.dropped(request.routes.first?.value, .tooLarge)
+                runtime.metrics.limitHit(.ws, .messageSize)
+            }
             return fail(error)
         }
         Task {

@@ -27,7 +27,12 @@ public protocol LiveReceiver: AnyObject, Sendable {
 public final class LiveHub: Sendable, AMQPDeliverySink {
     public let queue: String
     let exchange: String
+    /// Consumes the live queue, and nothing else: RabbitMQ serves a channel's work in order, so
+    /// deliveries must not wait behind binding changes (a client churning subscriptions would
+    /// otherwise delay every live delivery on the node).
     let channel: AMQPChannel
+    /// Binds and unbinds the live queue's patterns.
+    let bindChannel: AMQPChannel
     let logger: Logger
     let metrics: WarrenMetrics
     let ids = UUIDv7Generator()
@@ -35,9 +40,10 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     private let receivers = NIOLockedValueBox<[ObjectIdentifier: any LiveReceiver]>([:])
     private let serial: SerialExecutor
 
-    init(channel: AMQPChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
+    init(channel: AMQPChannel, bindChannel: AMQPChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
         self.metrics = metrics
         self.channel = channel
+        self.bindChannel = bindChannel
         self.queue = queue
         self.exchange = exchange
         self.logger = logger
@@ -59,7 +65,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         try await serial.run { [self] in
             let isFirst = trie.withLockedValue { $0.subscribers(of: pattern).isEmpty }
             if isFirst {
-                try await channel.queueBind(queue: queue, exchange: exchange, routingKey: pattern.value)
+                try await bindChannel.queueBind(queue: queue, exchange: exchange, routingKey: pattern.value)
             }
             trie.withLockedValue { _ = $0.insert(pattern, subscriber) }
         }
@@ -71,7 +77,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
             let isLast = trie.withLockedValue { $0.remove(pattern, subscriber) }
             if isLast {
                 do {
-                    try await channel.queueUnbind(queue: queue, exchange: exchange, routingKey: pattern.value)
+                    try await bindChannel.queueUnbind(queue: queue, exchange: exchange, routingKey: pattern.value)
                 } catch {
                     logger.warning("live unbind failed", metadata: ["error": "\(error)"])
                 }

@@ -235,6 +235,10 @@ public struct BridgeConfiguration: Sendable {
                                                            range: 4096...(1 << 30))
         config.limits.maxPendingPublishes = try source.int("limits", "max_pending_publishes", default: config.limits.maxPendingPublishes,
                                                            range: 1...100_000)
+        config.limits.maxConnectionsPerUser = try source.int("limits", "max_connections_per_user",
+                                                             default: config.limits.maxConnectionsPerUser, range: 0...1_000_000)
+        config.limits.publishRate = try source.int("limits", "publish_rate", default: config.limits.publishRate, range: 0...1_000_000)
+        config.limits.publishBurst = try source.int("limits", "publish_burst", default: config.limits.publishBurst, range: 1...10_000_000)
 
         if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
                                                             "inbox", "limits", "poll", "shutdown"]).first { throw unknown }
@@ -287,7 +291,9 @@ extension BridgeConfiguration {
                   "lease = \(poll.lease)", ""]
         lines += ["[limits]", "max_message_bytes = \(limits.maxMessageBytes)", "max_frame_bytes = \(limits.maxFrameBytes)",
                   "max_bad_frames = \(limits.maxBadFrames)", "max_subscriptions = \(limits.maxSubscriptions)",
-                  "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)", ""]
+                  "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)",
+                  "max_connections_per_user = \(limits.maxConnectionsPerUser)", "publish_rate = \(limits.publishRate)",
+                  "publish_burst = \(limits.publishBurst)", ""]
         lines += ["[shutdown]", "grace = \(shutdownGrace)", ""]
         lines += ["[log]", "level = \(q(log.level.rawValue))", "format = \(q(log.json ? "json" : "text"))", ""]
         lines += ["[node]", "id = \(q(nodeID))"]

@@ -19,6 +19,15 @@ public enum DropReason: Int, CaseIterable, Sendable {
     public var label: String { ["slow_consumer", "too_large", "forbidden", "invalid", "unroutable", "rate_limited"][rawValue] }
 }
 
+/// Which configured limit a client ran into (`warren_limit_hits_total{frontend,reason}`).
+public enum LimitReason: Int, CaseIterable, Sendable {
+    case connections, subscriptions, publishRate, pendingPublishes, messageSize, frameSize, badFrames, slowConsumer
+    public var label: String {
+        ["connections", "subscriptions", "publish_rate", "pending_publishes", "message_size", "frame_size", "bad_frames",
+         "slow_consumer"][rawValue]
+    }
+}
+
 /// Warren's metrics (DESIGN §7): Prometheus through swift-metrics, and the same figures as
 /// plain numbers for `/v1/stats` and the dashboard.
 ///
@@ -41,6 +50,7 @@ public final class WarrenMetrics: Sendable {
     private let subscriptionGauges: [CoreMetrics.Gauge]  // [mode]
     private let amqpUpGauge: CoreMetrics.Gauge
     private let reconnectCounter: CoreMetrics.Counter
+    private let limitHits: [CoreMetrics.Counter]         // [frontend][reason]
 
     // the same, readable
     private let messageCounts: [ManagedAtomic<Int>]
@@ -52,6 +62,7 @@ public final class WarrenMetrics: Sendable {
     private let subscriptionCounts: [ManagedAtomic<Int>]
     private let amqpUpValue = ManagedAtomic<Int>(0)
     private let reconnects = ManagedAtomic<Int>(0)
+    private let limitHitCounts: [ManagedAtomic<Int>]
     private let classCache = NIOLockedValueBox<[String: Int]>([:])
 
     /// Upper bounds of the latency histograms, in seconds.
@@ -86,6 +97,12 @@ public final class WarrenMetrics: Sendable {
         }
         self.amqpUpGauge = CoreMetrics.Gauge(label: "warren_amqp_up")
         self.reconnectCounter = CoreMetrics.Counter(label: "warren_amqp_reconnects_total")
+        self.limitHits = Frontend.allCases.flatMap { f in
+            LimitReason.allCases.map {
+                CoreMetrics.Counter(label: "warren_limit_hits_total", dimensions: [("frontend", f.label), ("reason", $0.label)])
+            }
+        }
+        self.limitHitCounts = (0..<(Frontend.allCases.count * LimitReason.allCases.count)).map { _ in ManagedAtomic(0) }
         let cells = classes.count * Frontend.allCases.count * Direction.allCases.count
         self.messageCounts = (0..<cells).map { _ in ManagedAtomic(0) }
         self.byteCounts = (0..<cells).map { _ in ManagedAtomic(0) }
@@ -99,7 +116,7 @@ public final class WarrenMetrics: Sendable {
         for g in subscriptionGauges { g.record(0) }
         amqpUpGauge.record(0)
         reconnectCounter.increment(by: 0)
-        for c in messages + bytes + drops { c.increment(by: 0) }
+        for c in messages + bytes + drops + limitHits { c.increment(by: 0) }
     }
 
     /// A no-op-backed instance for code paths that need one (tests, tools).
@@ -149,6 +166,18 @@ public final class WarrenMetrics: Sendable {
         let ns = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
         confirmLatency[c].recordNanoseconds(ns)
         confirmBuckets[c * (Self.buckets.count + 1) + Self.bucket(Double(ns) / 1e9)].wrappingIncrement(ordering: .relaxed)
+    }
+
+    /// A client ran into a configured limit (and was answered with its error or close code).
+    public func limitHit(_ frontend: Frontend, _ reason: LimitReason) {
+        let cell = frontend.rawValue * LimitReason.allCases.count + reason.rawValue
+        limitHits[cell].increment(by: 1)
+        limitHitCounts[cell].wrappingIncrement(ordering: .relaxed)
+    }
+
+    /// How often `reason` was hit on `frontend` so far.
+    public func limitHitCount(_ frontend: Frontend, _ reason: LimitReason) -> Int {
+        limitHitCounts[frontend.rawValue * LimitReason.allCases.count + reason.rawValue].load(ordering: .relaxed)
     }
 
     public func connectionOpened(_ frontend: Frontend) {
@@ -225,6 +254,19 @@ public final class WarrenMetrics: Sendable {
         w.raw(amqpUpValue.load(ordering: .relaxed) == 1 ? "true" : "false")
         w.raw(",\"reconnects\":")
         w.int(Int64(reconnects.load(ordering: .relaxed)))
+        w.raw("},\"limits\":{")
+        for f in Frontend.allCases {
+            if f.rawValue > 0 { w.raw(",") }
+            w.string(f.label)
+            w.raw(":{")
+            for r in LimitReason.allCases {
+                if r.rawValue > 0 { w.raw(",") }
+                w.string(r.label)
+                w.raw(":")
+                w.int(Int64(limitHitCount(f, r)))
+            }
+            w.raw("}")
+        }
         w.raw("}}")
         return w.bytes
     }

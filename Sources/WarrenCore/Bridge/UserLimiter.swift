@@ -1,0 +1,118 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// A token bucket: `rate` tokens a second up to `burst`. A value type with an explicit
+/// clock, so it is unit-tested without waiting.
+public struct TokenBucket: Sendable, Equatable {
+    public let rate: Double
+    public let burst: Double
+    public private(set) var tokens: Double
+    private var updatedAt: UInt64
+
+    public init(rate: Double, burst: Double, now: UInt64) {
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.updatedAt = now
+    }
+
+    /// Takes `count` tokens if there are that many; otherwise takes none.
+    public mutating func take(_ count: Int, now: UInt64) -> Bool {
+        refill(now: now)
+        guard tokens >= Double(count) else { return false }
+        tokens -= Double(count)
+        return true
+    }
+
+    /// Whether the bucket has been full long enough that forgetting it changes nothing.
+    public func isFull(now: UInt64) -> Bool {
+        var copy = self
+        copy.refill(now: now)
+        return copy.tokens >= burst
+    }
+
+    private mutating func refill(now: UInt64) {
+        guard now > updatedAt else { return }
+        tokens = min(burst, tokens + Double(now - updatedAt) / 1e9 * rate)
+        updatedAt = now
+    }
+}
+
+/// Per-user limits on one node: open connections (WebSockets and held long-polls) and a
+/// publish rate shared by all of a user's connections and `POST /v1/messages`.
+///
+/// One small lock per connection open/close and per publish; the delivery path never
+/// touches it. Users with no open connection and a full bucket are forgotten, so the table
+/// is bounded by active users.
+public final class UserLimiter: Sendable {
+    struct UserState {
+        var connections = 0
+        var bucket: TokenBucket?
+    }
+
+    /// 0 = unlimited.
+    public let maxConnections: Int
+    /// Publishes per second per user; 0 = unlimited.
+    public let publishRate: Int
+    public let publishBurst: Int
+    private let users = NIOLockedValueBox<[String: UserState]>([:])
+
+    public init(maxConnections: Int, publishRate: Int, publishBurst: Int) {
+        self.maxConnections = maxConnections
+        self.publishRate = publishRate
+        self.publishBurst = max(publishBurst, 1)
+    }
+
+    public convenience init(_ limits: BridgeLimits) {
+        self.init(maxConnections: limits.maxConnectionsPerUser, publishRate: limits.publishRate, publishBurst: limits.publishBurst)
+    }
+
+    /// Counts a new connection for `user`, or refuses it (false) at the limit.
+    public func openConnection(_ user: String) -> Bool {
+        users.withLockedValue { users in
+            var state = users[user] ?? UserState()
+            guard maxConnections == 0 || state.connections < maxConnections else { return false }
+            state.connections += 1
+            users[user] = state
+            return true
+        }
+    }
+
+    public func closeConnection(_ user: String, now: UInt64 = NIODeadline.now().uptimeNanoseconds) {
+        users.withLockedValue { users in
+            guard var state = users[user] else { return }
+            state.connections = max(0, state.connections - 1)
+            if state.connections == 0, state.bucket?.isFull(now: now) ?? true {
+                users[user] = nil
+            } else {
+                users[user] = state
+            }
+        }
+    }
+
+    /// Takes `count` publishes from `user`'s bucket, or refuses all of them (false).
+    public func takePublishes(_ user: String, count: Int, now: UInt64 = NIODeadline.now().uptimeNanoseconds) -> Bool {
+        guard publishRate > 0 else { return true }
+        return users.withLockedValue { users in
+            if users.count > 100_000 { Self.sweep(&users, now: now) }
+            var state = users[user] ?? UserState()
+            var bucket = state.bucket ?? TokenBucket(rate: Double(publishRate), burst: Double(publishBurst), now: now)
+            let taken = bucket.take(count, now: now)
+            state.bucket = bucket
+            users[user] = state
+            return taken
+        }
+    }
+
+    /// Whether `user` has as many connections open as allowed.
+    public func isAtConnectionLimit(_ user: String) -> Bool {
+        maxConnections > 0 && users.withLockedValue { ($0[user]?.connections ?? 0) >= maxConnections }
+    }
+
+    /// Users currently tracked (for tests).
+    public var trackedUsers: Int { users.withLockedValue { $0.count } }
+
+    private static func sweep(_ users: inout [String: UserState], now: UInt64) {
+        users = users.filter { $0.value.connections > 0 || !($0.value.bucket?.isFull(now: now) ?? true) }
+    }
+}

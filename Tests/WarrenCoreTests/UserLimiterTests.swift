@@ -1,0 +1,50 @@
+import Testing
+@testable import WarrenCore
+
+@Suite struct UserLimiterTests {
+    static let second: UInt64 = 1_000_000_000
+
+    @Test func bucketAllowsTheBurstThenTheRate() {
+        var bucket = TokenBucket(rate: 10, burst: 20, now: 0)
+        var taken: [Bool] = []
+        func take(_ n: Int, at now: UInt64) { taken.append(bucket.take(n, now: now)) }
+        for _ in 0..<20 { take(1, at: 0) }
+        take(1, at: 0)                        // the burst is spent
+        // 0.1 s later one token is back; a multicast of two must wait for both.
+        take(2, at: Self.second / 10)
+        take(1, at: Self.second / 10)
+        take(1, at: Self.second / 10)
+        #expect(taken == Array(repeating: true, count: 20) + [false, false, true, false])
+        // It never holds more than the burst, however long it rests.
+        #expect(bucket.isFull(now: 100 * Self.second))
+        taken = []
+        for _ in 0..<21 { take(1, at: 100 * Self.second) }
+        take(1, at: 0)                        // a clock going backwards changes nothing
+        #expect(taken == Array(repeating: true, count: 20) + [false, false])
+    }
+
+    @Test func connectionsPerUserAreCountedApart() {
+        let limiter = UserLimiter(maxConnections: 2, publishRate: 0, publishBurst: 1)
+        #expect(limiter.openConnection("alice") && limiter.openConnection("alice"))
+        #expect(!limiter.openConnection("alice"))
+        #expect(limiter.openConnection("bob"))
+        limiter.closeConnection("alice")
+        #expect(limiter.openConnection("alice"))
+        for _ in 0..<3 { limiter.closeConnection("alice") } // one too many: harmless
+        limiter.closeConnection("bob")
+        #expect(limiter.trackedUsers == 0)
+        #expect(limiter.takePublishes("alice", count: 1_000_000)) // rate 0 = unlimited
+    }
+
+    @Test func publishRateIsPerUserAndForgottenWhenFull() {
+        let limiter = UserLimiter(maxConnections: 0, publishRate: 5, publishBurst: 5)
+        #expect(limiter.takePublishes("alice", count: 5, now: 0))
+        #expect(!limiter.takePublishes("alice", count: 1, now: 0))
+        #expect(limiter.takePublishes("bob", count: 5, now: 0))
+        #expect(limiter.takePublishes("alice", count: 1, now: Self.second / 5))
+        #expect(limiter.openConnection("alice"))
+        limiter.closeConnection("alice", now: 10 * Self.second) // bucket refilled: forgotten
+        #expect(limiter.trackedUsers == 1) // bob's bucket stays until it is full and he leaves
+        #expect((0..<1000).allSatisfy { limiter.openConnection("u\($0)") }) // 0 = unlimited
+    }
+}

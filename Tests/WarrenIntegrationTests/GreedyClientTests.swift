@@ -1,0 +1,216 @@
+import Foundation
+import NIOHTTP1
+import Testing
+import WarrenCore
+
+/// One bad client must not hurt the others (issue 6, item 2): every limit answers with its
+/// documented code and shows in `warren_limit_hits_total` (here read from /v1/stats).
+@Suite("Greedy clients", .serialized)
+struct GreedyClientTests {
+    static let upgrade = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                          ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="), ("Sec-WebSocket-Version", "13")]
+
+    static func limitHits(_ warren: WarrenInstance, _ frontend: String, _ reason: String) async throws -> Int {
+        let stats = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/stats").json
+        return Int(stats?["limits"]?[frontend]?[reason]?.intValue ?? -1)
+    }
+
+    @Test func aThousandConnectionsFromOneUserMeetTheLimit() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_MAX_CONNECTIONS_PER_USER": "50"])
+        defer { Task { await warren.stop() } }
+        let greedy = uniqueUser("greedy")
+        var open: [TestSocket] = []
+        for _ in 0..<50 { open.append(try await warren.socket(greedy)) }
+        // 950 more upgrade requests (1,000 in all), 50 at a time: each is refused before any upgrade
+        // (hummingbird-websocket answers every refused upgrade with an empty 400); the same
+        // request without the upgrade headers says why: 429 rate_limited.
+        var statuses: [Int: Int] = [:]
+        for _ in 0..<19 {
+            let batch = try await withThrowingTaskGroup(of: HTTPTestClient.Response.self) { group in
+                for _ in 0..<50 {
+                    group.addTask {
+                        do {
+                            return try await HTTPTestClient.request(.GET, port: warren.port, "/v1/ws?user=\(greedy)", headers: Self.upgrade)
+                        } catch {
+                            return HTTPTestClient.Response(status: -1, body: "\(error)")
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for r in batch { statuses[r.status, default: 0] += 1 }
+        }
+        #expect(statuses == [400: 950])
+        let why = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/ws?user=\(greedy)")
+        #expect(why.status == 429 && why.json?["error"]?["code"]?.stringValue == "rate_limited", "\(why.status) \(why.body)")
+        // A long-poll by the same user counts too; other users are untouched.
+        let poller = try await Poller.open(port: warren.port, user: greedy, subscriptions: #"[{"id":"s","pattern":"room.x"}]"#)
+        await #expect(throws: (any Error).self) { _ = try await poller.poll(wait: 0) }
+        let calm = try await warren.socket(uniqueUser("calm"))
+        _ = try await calm.request(#"{"op":"ping"}"#, expect: "pong")
+        #expect(try await Self.limitHits(warren, "ws", "connections") == 950)
+        #expect(try await Self.limitHits(warren, "poll", "connections") == 1)
+        // A closed socket frees its slot (once Warren has seen the close).
+        _ = await open.removeLast().close()
+        var reopened: TestSocket?
+        for _ in 0..<100 where reopened == nil {
+            reopened = try? await warren.socket(greedy)
+            if reopened == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(reopened != nil)
+        for s in open + [calm] + [reopened].compactMap({ $0 }) { _ = await s.close() }
+    }
+
+    @Test func tenThousandSubscriptionsMeetTheLimitThenThePolicyClose() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_MAX_SUBSCRIPTIONS": "100"])
+        defer { Task { await warren.stop() } }
+        let s = try await warren.socket(uniqueUser("hoarder"))
+        var sent = 0
+        do {
+            for i in 0..<10_000 {
+                try await s.send(#"{"op":"sub","id":"s\#(i)","pattern":"room.r\#(i)"}"#)
+                sent += 1
+            }
+        } catch {
+            // The socket was closed under us: expected once the bad-frame budget is spent.
+        }
+        var subscribed = 0, limited = 0
+        while let frame = await s.next(timeout: .seconds(10)) {
+            if frame["op"]?.stringValue == "subscribed" { subscribed += 1 }
+            if frame["code"]?.stringValue == "rate_limited" { limited += 1 }
+        }
+        #expect(subscribed == 100)
+        #expect(limited == 101, "sent \(sent)") // max_bad_frames (100) errors are allowed; the 101st closes
+        #expect(await s.closeCode() == 1008)
+        #expect(try await Self.limitHits(warren, "ws", "subscriptions") >= 101)
+        let badFrameCloses = try await Self.limitHits(warren, "ws", "bad_frames")
+        #expect(badFrameCloses == 1)
+    }
+
+    @Test func publishRateIsATokenBucketPerUser() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_PUBLISH_RATE": "10", "WARREN_LIMITS_PUBLISH_BURST": "20"])
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("chatty")
+        let s = try await warren.socket(user)
+        for i in 0..<60 { try await s.send(#"{"op":"pub","route":"room.rate","body":\#(i),"cid":"c\#(i)"}"#) }
+        var acked = 0, limited: [String] = []
+        for _ in 0..<60 {
+            let f = try #require(await s.next())
+            if f["op"]?.stringValue == "puback" { acked += 1 }
+            if f["code"]?.stringValue == "rate_limited" { limited.append(f["ref"]?.stringValue ?? "") }
+        }
+        // The burst, plus what the rate refilled while they were sent.
+        #expect(acked >= 20 && acked < 40, "acked \(acked)")
+        #expect(acked + limited.count == 60 && limited.allSatisfy { $0.hasPrefix("c") })
+        // The same user's HTTP publishes share the bucket: drained, they get 429.
+        var statuses: [Int] = []
+        for _ in 0..<30 {
+            let r = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(user)",
+                                                     body: #"{"route":"room.rate","body":"http"}"#)
+            statuses.append(r.status)
+        }
+        #expect(statuses.contains(429) && Set(statuses).isSubset(of: [202, 429]), "\(statuses)")
+        // Another user is not slowed down.
+        let other = try await warren.socket(uniqueUser("quiet"))
+        _ = try await other.request(#"{"op":"pub","route":"room.rate","body":"mine","cid":"q"}"#, expect: "puback")
+        #expect(try await Self.limitHits(warren, "ws", "publish_rate") == limited.count)
+        #expect(try await Self.limitHits(warren, "poll", "publish_rate") == statuses.filter { $0 == 429 }.count)
+        _ = await s.close()
+        _ = await other.close()
+    }
+
+    /// Median publish → receipt time between two well-behaved sockets.
+    static func medianLatency(_ warren: WarrenInstance, room: String, samples: Int = 40) async throws -> Double {
+        let talker = try await warren.socket(uniqueUser("talker"))
+        let listener = try await warren.socket(uniqueUser("listener"))
+        try await listener.subscribe("r", room)
+        var times: [Double] = []
+        for i in 0..<samples {
+            let start = ContinuousClock.now
+            try await talker.send(#"{"op":"pub","route":"\#(room)","body":\#(i)}"#)
+            _ = try await listener.next(op: "msg")
+            let d = ContinuousClock.now - start
+            times.append(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+        }
+        _ = await talker.close()
+        _ = await listener.close()
+        return times.sorted()[samples / 2]
+    }
+
+    @Test func otherClientsKeepTheirLatencyWhileGreedyOnesAreBounded() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_MAX_CONNECTIONS_PER_USER": "20",
+                                                     "WARREN_LIMITS_OUTBOUND_BUFFER_BYTES": "65536",
+                                                     "WARREN_LIMITS_PUBLISH_RATE": "50"])
+        defer { Task { await warren.stop() } }
+        let room = "room.calm\(UUID().uuidString.prefix(6).lowercased())"
+        let idle = try await Self.medianLatency(warren, room: room, samples: 100)
+
+        // The abusers: a socket that never reads, subscribed to a busy room; a flooder far over
+        // the publish rate; a connection storm; a subscription hoarder. All run until told to stop.
+        let stop = Mailbox<Bool>()
+        let busy = "room.busy\(UUID().uuidString.prefix(6).lowercased())"
+        let sleeper = try await RawWebSocket.connect(port: warren.port, query: "user=\(uniqueUser("sleepy"))")
+        try await sleeper.sendText(#"{"op":"sub","id":"b","pattern":"\#(busy)"}"#)
+        // Each abuser is paced (far above its limits, yet not so hard that the load generator
+        // itself, sharing two cores with Warren, starves the clients being measured).
+        let abuse = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { // flooder: ~1,000 publishes a second to the busy room (its rate is 50)
+                    let flooder = uniqueUser("flood")
+                    while await stop.pending == 0 {
+                        guard let s = try? await warren.socket(flooder) else { continue }
+                        let body = String(repeating: "x", count: 200)
+                        for i in 0..<300 {
+                            try? await s.send(#"{"op":"pub","route":"\#(busy)","body":"\#(body)","cid":"f\#(i)"}"#)
+                            if i % 10 == 9 { try? await Task.sleep(for: .milliseconds(10)) }
+                        }
+                        _ = await s.close()
+                    }
+                }
+                group.addTask { // connection storm: holds its 20 sockets, then asks for more, ~250 a second
+                    let stormer = uniqueUser("storm")
+                    var held: [TestSocket] = []
+                    for _ in 0..<20 { if let s = try? await warren.socket(stormer) { held.append(s) } }
+                    while await stop.pending == 0 {
+                        await withTaskGroup(of: Void.self) { burst in
+                            for _ in 0..<5 {
+                                burst.addTask {
+                                    _ = try? await HTTPTestClient.request(.GET, port: warren.port, "/v1/ws?user=\(stormer)",
+                                                                          headers: Self.upgrade)
+                                }
+                            }
+                        }
+                        try? await Task.sleep(for: .milliseconds(20))
+                    }
+                    for s in held { _ = await s.close() }
+                }
+                group.addTask { // hoarder: up to 10,000 subscriptions per connection, a new connection every 100 ms
+                    while await stop.pending == 0 {
+                        guard let s = try? await warren.socket(uniqueUser("hoard")) else { continue }
+                        for i in 0..<10_000 { if (try? await s.send(#"{"op":"sub","id":"h\#(i)","pattern":"room.h\#(i)"}"#)) == nil { break } }
+                        _ = await s.close()
+                        try? await Task.sleep(for: .milliseconds(100))
+                    }
+                }
+            }
+        }
+        // Measure only once every kind of abuse is being refused.
+        for _ in 0..<200 {
+            let hits = [try await Self.limitHits(warren, "ws", "publish_rate"), try await Self.limitHits(warren, "ws", "connections"),
+                        try await Self.limitHits(warren, "ws", "subscriptions")]
+            if hits.allSatisfy({ $0 > 0 }) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let loaded = try await Self.medianLatency(warren, room: room, samples: 100)
+        await stop.append(true)
+        await abuse.value
+        print("greedy clients: median latency idle \(idle * 1000) ms, under abuse \(loaded * 1000) ms")
+        // Loosely: within a factor of two of the idle figure (plus 2 ms, as single-digit
+        // millisecond medians on a shared machine move by that much on their own).
+        #expect(loaded <= 2 * idle + 0.002, "idle \(idle * 1000) ms, under abuse \(loaded * 1000) ms")
+        #expect(try await Self.limitHits(warren, "ws", "publish_rate") > 0)
+        #expect(try await Self.limitHits(warren, "ws", "connections") > 0)
+        #expect(try await Self.limitHits(warren, "ws", "subscriptions") > 0)
+        try? await sleeper.channel.close()
+    }
+}
