@@ -53,7 +53,9 @@ struct GreedyClientTests {
         // A closed socket frees its slot (once Warren has seen the close).
         _ = await open.removeLast().close()
         var reopened: TestSocket?
-        for _ in 0..<100 where reopened == nil {
+        var tries = 0
+        while reopened == nil, tries < 100 {
+            tries += 1
             reopened = try? await warren.socket(greedy)
             if reopened == nil { try await Task.sleep(for: .milliseconds(50)) }
         }

@@ -1,0 +1,384 @@
+import AMQPClient
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOCore
+import NIOHTTP1
+import Testing
+import WarrenCore
+
+/// Progress lines for a person watching a long run (`tail -f /tmp/warren-soak.log`): Swift
+/// Testing's own output is only seen at the end.
+func soakProgress(_ line: String) {
+    let text = "\(Date()) \(line)\n"
+    guard let handle = FileHandle(forWritingAtPath: "/tmp/warren-soak.log") else {
+        FileManager.default.createFile(atPath: "/tmp/warren-soak.log", contents: Data(text.utf8))
+        return
+    }
+    handle.seekToEndOfFile()
+    handle.write(Data(text.utf8))
+    try? handle.close()
+}
+
+/// What the soak test saw: every acknowledged publish, every delivery, per subscriber.
+actor SoakLedger {
+    /// "p/n" of every publish a client was told succeeded (puback, 202, broker confirm).
+    private(set) var acked: Set<String> = []
+    /// Publishes that left the client (a write that did not fail at once, an HTTP answer).
+    private(set) var sent = 0
+    /// Per subscriber: "p/n" → deliveries; envelope ids seen (for duplicates).
+    private var delivered: [String: [String: Int]] = [:]
+    private var ids: [String: Set<String>] = [:]
+    private var lastN: [String: Int] = [:]
+    private(set) var duplicates = 0
+    private(set) var orderViolations: [String] = []
+
+    func published() { sent += 1 }
+    func ack(_ key: String) { acked.insert(key) }
+
+    /// Records a delivery; checks publish order per publisher connection among first deliveries.
+    func deliver(subscriber: String, id: String, p: String, c: Int, n: Int, redelivered: Bool) {
+        let key = "\(p)/\(n)"
+        delivered[subscriber, default: [:]][key, default: 0] += 1
+        if !ids[subscriber, default: []].insert(id).inserted { duplicates += 1 }
+        guard !redelivered else { return }
+        let stream = "\(subscriber) \(p)/c\(c)"
+        if let last = lastN[stream], n <= last, delivered[subscriber]![key]! == 1, orderViolations.count < 20 {
+            orderViolations.append("\(stream): \(n) after \(last)")
+        }
+        lastN[stream] = max(lastN[stream] ?? -1, n)
+    }
+
+    /// Acknowledged messages not (yet) delivered to `subscriber`.
+    func missing(_ subscriber: String) -> Int {
+        let got = delivered[subscriber] ?? [:]
+        return acked.reduce(0) { $0 + (got[$1] == nil ? 1 : 0) }
+    }
+
+    func deliveredPairs(_ subscribers: [String]) -> Int {
+        subscribers.reduce(0) { total, s in
+            let got = delivered[s] ?? [:]
+            return total + acked.reduce(0) { $0 + (got[$1] == nil ? 0 : 1) }
+        }
+    }
+}
+
+/// The Warren nodes of the soak test, each reached through an outage proxy (so a fault can
+/// cut every client socket of a node mid-frame), replaceable after a SIGKILL.
+actor SoakCluster {
+    private(set) var nodes: [WarrenInstance]
+    private(set) var proxies: [OutageProxy]
+    let exchange: String
+    let environment: [String: String]
+
+    init(nodes: [WarrenInstance], proxies: [OutageProxy], exchange: String, environment: [String: String]) {
+        self.nodes = nodes
+        self.proxies = proxies
+        self.exchange = exchange
+        self.environment = environment
+    }
+
+    static func start(count: Int, environment: [String: String]) async throws -> SoakCluster {
+        let exchange = "soak.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        var nodes: [WarrenInstance] = []
+        var proxies: [OutageProxy] = []
+        for _ in 0..<count {
+            let node = try await WarrenInstance.start(environment, exchange: exchange)
+            nodes.append(node)
+            proxies.append(try await OutageProxy.start(to: node.port))
+        }
+        return SoakCluster(nodes: nodes, proxies: proxies, exchange: exchange, environment: environment)
+    }
+
+    /// The proxy port of node `i` (wrapping), for a client to connect through.
+    func port(_ i: Int) -> Int { proxies[i % proxies.count].port }
+    func directPort(_ i: Int) -> Int { nodes[i % nodes.count].port }
+
+    /// SIGKILLs node `i` and starts a replacement (new port, new node id, same exchange).
+    func killAndReplace(_ i: Int) async throws {
+        soakProgress("SIGKILL pid \(nodes[i].process.process.processIdentifier)")
+        kill(nodes[i].process.process.processIdentifier, SIGKILL)
+        _ = await nodes[i].process.waitForExit()
+        proxies[i].setDown(true)
+        await proxies[i].stop()
+        let node = try await WarrenInstance.start(environment, exchange: exchange)
+        soakProgress("replacement pid \(node.process.process.processIdentifier) on port \(node.port)")
+        nodes[i] = node
+        proxies[i] = try await OutageProxy.start(to: node.port)
+    }
+
+    /// Cuts every client connection of node `i` at whatever byte it was at.
+    func dropSockets(_ i: Int) {
+        proxies[i].setDown(true)
+        proxies[i].setDown(false)
+    }
+
+    func allReady() async -> Bool {
+        for node in nodes {
+            guard (try? await HTTPTestClient.request(.GET, port: node.port, "/readyz"))?.status == 200 else { return false }
+        }
+        return true
+    }
+
+    func stopAll() async {
+        for node in nodes { await node.stop() }
+        for proxy in proxies { await proxy.stop() }
+    }
+}
+
+/// Issue 6, item 1: publishers on all three frontends send numbered messages to inbox
+/// subscribers on two nodes while the test kills a node, closes every broker connection,
+/// stops and starts RabbitMQ, and cuts client sockets mid-frame. Every publish a client was
+/// told succeeded must reach every subscriber's inbox, in publish order per publisher
+/// connection. `WARREN_SOAK_MESSAGES` sets the size (default: a short form for CI);
+/// scripts/soak.sh runs the long form.
+@Suite("Soak: nothing acknowledged is lost", .serialized)
+struct SoakTests {
+    static let target = Int(ProcessInfo.processInfo.environment["WARREN_SOAK_MESSAGES"] ?? "") ?? 4000
+    static let faultRounds = Int(ProcessInfo.processInfo.environment["WARREN_SOAK_FAULT_ROUNDS"] ?? "") ?? 1
+
+    enum Fault: String, CaseIterable { case killNode, closeBrokerConnections, restartBroker, dropSockets }
+
+    @Test func acknowledgedMessagesSurviveEveryFault() async throws {
+        let environment = ["WARREN_INBOX_QUEUE_TYPE": "quorum", "WARREN_AMQP_RECONNECT_MAX_MS": "500",
+                           "WARREN_AMQP_RECONNECT_INITIAL_MS": "50", "WARREN_LIMITS_PUBLISH_RATE": "0",
+                           "WARREN_LIMITS_MAX_PENDING_PUBLISHES": "1000", "WARREN_AMQP_HEARTBEAT": "5",
+                           "WARREN_ACL_PUBLISH": "#"]
+        let cluster = try await SoakCluster.start(count: 2, environment: environment)
+        let ledger = SoakLedger()
+        let subscribers = [uniqueUser("soaka"), uniqueUser("soakb")]
+        let route = "soak.\(subscribers[0]).\(subscribers[1])"
+        let done = Mailbox<Bool>()           // publishers finished
+        let faultsDone = Mailbox<Bool>()
+        let started = ContinuousClock.now
+
+        // Subscribers first: their inboxes are bound before anything is published.
+        let ready = Mailbox<Bool>()
+        let subscriberTasks = subscribers.enumerated().map { k, user in
+            Task { await Self.subscribe(user: user, home: k, cluster: cluster, ledger: ledger, ready: ready, done: done,
+                                        all: subscribers) }
+        }
+        for _ in subscribers { #expect(await ready.next(timeout: .seconds(60)) == true) }
+
+        let faults = Task { () -> [String] in
+            var log: [String] = []
+            for round in 0..<Self.faultRounds {
+                for fault in Fault.allCases.shuffled() {
+                    try? await Task.sleep(for: .milliseconds(Int64.random(in: 300...1500)))
+                    let node = Int.random(in: 0...1)
+                    let t0 = ContinuousClock.now
+                    soakProgress("fault \(fault.rawValue) on node \(node); sent \(await ledger.sent), acked \(await ledger.acked.count)")
+                    switch fault {
+                    case .killNode:
+                        do { try await cluster.killAndReplace(node) } catch { soakProgress("replacing node \(node) failed: \(error)") }
+                    case .closeBrokerConnections: _ = try? Broker.ctl("close_all_connections", "soak fault")
+                    case .restartBroker:
+                        _ = try? Broker.ctl("stop_app")
+                        try? await Task.sleep(for: .milliseconds(500))
+                        _ = try? Broker.ctl("start_app")
+                    case .dropSockets: await cluster.dropSockets(node)
+                    }
+                    // Let the bridge come back before the next fault.
+                    let readyBy = ContinuousClock.now + .seconds(60)
+                    while ContinuousClock.now < readyBy, !(await cluster.allReady()) { try? await Task.sleep(for: .milliseconds(100)) }
+                    log.append("round \(round) \(fault.rawValue)(node \(node)) recovered in \(ContinuousClock.now - t0)")
+                    soakProgress(log.last!)
+                }
+            }
+            await faultsDone.append(true)
+            return log
+        }
+
+        // Publishers: WebSocket ×2, HTTP ×2, AMQP ×1, each until its share is sent and the faults are over.
+        let shares = [("ws0", 0.3), ("ws1", 0.3), ("http0", 0.075), ("http1", 0.075), ("amqp0", 0.25)]
+        let publishers = shares.enumerated().map { k, share in
+            let quota = max(1, Int(Double(Self.target) * share.1))
+            return Task {
+                switch share.0.prefix(2) {
+                case "ws": await Self.publishWS(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
+                                                ledger: ledger, faultsDone: faultsDone)
+                case "ht": await Self.publishHTTP(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
+                                                  ledger: ledger, faultsDone: faultsDone)
+                default: await Self.publishAMQP(name: share.0, quota: quota, route: route, exchange: cluster.exchange,
+                                                ledger: ledger, faultsDone: faultsDone)
+                }
+            }
+        }
+        for p in publishers { await p.value }
+        let faultLog = await faults.value
+        let publishedIn = ContinuousClock.now - started
+
+        // Wait (bounded) for every acknowledged message to arrive everywhere.
+        let deadline = ContinuousClock.now + .seconds(120)
+        soakProgress("publishers done in \(publishedIn): sent \(await ledger.sent), acked \(await ledger.acked.count)")
+        while ContinuousClock.now < deadline {
+            var missing = 0
+            for s in subscribers { missing += await ledger.missing(s) }
+            soakProgress("waiting for \(missing) deliveries")
+            if missing == 0 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        await done.append(true)
+        await done.append(true)
+        for t in subscriberTasks { await t.value }
+
+        let acked = await ledger.acked.count
+        let delivered = await ledger.deliveredPairs(subscribers)
+        let duplicates = await ledger.duplicates
+        let lost = acked * subscribers.count - delivered
+        let violations = await ledger.orderViolations
+        for line in faultLog { print("soak fault: \(line)") }
+        print("soak: sent \(await ledger.sent), acked \(acked) (× \(subscribers.count) inboxes), delivered \(delivered), "
+              + "duplicates \(duplicates), lost \(lost), order violations \(violations.count); published in \(publishedIn)")
+        #expect(faultLog.count == Fault.allCases.count * Self.faultRounds)
+        #expect(acked >= Self.target * 9 / 10)
+        #expect(lost == 0)
+        #expect(violations.isEmpty, "\(violations)")
+        await cluster.stopAll()
+    }
+
+    // MARK: subscribers
+
+    /// One inbox subscriber: acks every delivery; reconnects (to its home node, else the other)
+    /// whenever its socket ends, until told the test is done.
+    static func subscribe(user: String, home: Int, cluster: SoakCluster, ledger: SoakLedger, ready: Mailbox<Bool>,
+                          done: Mailbox<Bool>, all: [String]) async {
+        var first = true
+        var attempt = 0
+        while await done.pending == 0 {
+            let port = await cluster.port(home + attempt)
+            attempt += 1
+            guard let socket = try? await TestSocket.connect(port: port, query: "user=\(user)&device=soak", name: user),
+                  (try? await socket.subscribe("inbox", "#.\(user).#", mode: "inbox")) != nil else {
+                try? await Task.sleep(for: .milliseconds(100))
+                continue
+            }
+            if first { await ready.append(true); first = false }
+            attempt = 0
+            while await done.pending == 0 {
+                guard let frame = await socket.next(timeout: .seconds(1)) else {
+                    // Quiet, or gone: a ping tells which.
+                    if (try? await socket.request(#"{"op":"ping"}"#, expect: "pong")) == nil { break }
+                    continue
+                }
+                guard frame["op"]?.stringValue == "msg", let env = frame["env"], let id = env["id"]?.stringValue,
+                      let body = env["body"], let p = body["p"]?.stringValue,
+                      let c = body["c"]?.intValue, let n = body["n"]?.intValue else { continue }
+                await ledger.deliver(subscriber: user, id: id, p: p, c: Int(c), n: Int(n),
+                                     redelivered: frame["redelivered"] == .bool(true))
+                try? await socket.send(#"{"op":"ack","id":"\#(id)"}"#)
+            }
+            _ = await socket.close()
+        }
+    }
+
+    // MARK: publishers
+
+    /// Whether a publisher goes on: until its share is sent and the faults are over.
+    static func more(_ n: Int, _ quota: Int, _ faultsDone: Mailbox<Bool>) async -> Bool {
+        if n < quota { return true }
+        return await faultsDone.pending == 0
+    }
+
+    static func body(_ p: String, _ c: Int, _ n: Int) -> String { #"{"p":"\#(p)","c":\#(c),"n":\#(n)}"# }
+
+    /// Pipelined WebSocket publishes in windows of 50; a window not fully answered means the
+    /// socket is gone: reconnect (a new connection, so a new order stream) and go on.
+    static func publishWS(name: String, quota: Int, node: Int, route: String, cluster: SoakCluster, ledger: SoakLedger,
+                          faultsDone: Mailbox<Bool>) async {
+        var n = 0, c = 0, attempt = 0
+        while await Self.more(n, quota, faultsDone) {
+            let port = await cluster.port(node + attempt)
+            attempt += 1
+            guard let socket = try? await TestSocket.connect(port: port, query: "user=\(name)\(route.hashValue & 0xffff)",
+                                                             name: name) else {
+                try? await Task.sleep(for: .milliseconds(100))
+                continue
+            }
+            attempt = 0
+            c += 1
+            var healthy = true
+            while healthy, await Self.more(n, quota, faultsDone) {
+                var window: [String: Int] = [:]
+                for _ in 0..<50 {
+                    let cid = "c\(c)n\(n)"
+                    window[cid] = n
+                    if (try? await socket.send(#"{"op":"pub","route":"\#(route)","body":\#(body(name, c, n)),"cid":"\#(cid)"}"#)) == nil {
+                        healthy = false
+                    } else {
+                        await ledger.published()
+                    }
+                    n += 1
+                    if !healthy { break }
+                }
+                while healthy, !window.isEmpty {
+                    guard let frame = await socket.next(timeout: .seconds(10)) else { healthy = false; break }
+                    guard let cid = frame["cid"]?.stringValue ?? frame["ref"]?.stringValue, let k = window.removeValue(forKey: cid)
+                    else { continue }
+                    if frame["op"]?.stringValue == "puback" { await ledger.ack("\(name)/\(k)") }
+                }
+            }
+            _ = await socket.close()
+        }
+    }
+
+    /// Sequential `POST /v1/messages`; a 202 is an acknowledgement.
+    static func publishHTTP(name: String, quota: Int, node: Int, route: String, cluster: SoakCluster, ledger: SoakLedger,
+                            faultsDone: Mailbox<Bool>) async {
+        var n = 0
+        while await Self.more(n, quota, faultsDone) {
+            let port = await cluster.port(node + n % 2)
+            let r = try? await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(name)",
+                                                      body: #"{"route":"\#(route)","body":\#(body(name, 0, n))}"#)
+            if r != nil { await ledger.published() }
+            if r?.status == 202 { await ledger.ack("\(name)/\(n)") } else { try? await Task.sleep(for: .milliseconds(50)) }
+            n += 1
+        }
+    }
+
+    /// Plain AMQP with publisher confirms, 100 in flight; a failed publish starts a new order
+    /// stream once the connection has recovered.
+    static func publishAMQP(name: String, quota: Int, route: String, exchange: String, ledger: SoakLedger,
+                            faultsDone: Mailbox<Bool>) async {
+        var configuration = try! AMQPConfiguration(url: WarrenInstance.brokerURL)
+        configuration.heartbeat = 5
+        configuration.recovery = RecoveryPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(500))
+        var connection: AMQPConnection?
+        while connection == nil {
+            connection = try? await AMQPConnection.connect(configuration: configuration)
+            if connection == nil { try? await Task.sleep(for: .milliseconds(200)) }
+        }
+        var channel: AMQPChannel?
+        var n = 0, c = 0
+        while await Self.more(n, quota, faultsDone) {
+            if channel == nil {
+                channel = try? await connection!.openChannel()
+                if let ch = channel, (try? await ch.confirmSelect()) == nil { channel = nil }
+                if channel == nil { try? await Task.sleep(for: .milliseconds(200)); continue }
+                c += 1
+            }
+            var window: [(Int, EventLoopFuture<Void>)] = []
+            for _ in 0..<100 {
+                let properties = BasicProperties(contentType: "application/json", deliveryMode: 2,
+                                                 messageID: UUID().uuidString.lowercased())
+                guard let confirm = try? channel!.startPublish(ByteBuffer(string: body(name, c, n)), exchange: exchange,
+                                                               routingKey: route, properties: properties,
+                                                               timeout: .seconds(15)) else { n += 1; break }
+                await ledger.published()
+                window.append((n, confirm.futureResult))
+                n += 1
+            }
+            var failed = window.isEmpty
+            for (k, future) in window {
+                if (try? await future.get()) != nil { await ledger.ack("\(name)/\(k)") } else { failed = true }
+            }
+            if failed {
+                try? await channel?.close()
+                channel = nil
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        await connection?.close()
+    }
+}
