@@ -12,4 +12,4 @@ cd "$(dirname "$0")/.."
 scripts/rabbitmq.sh start
 rm -f /tmp/warren-soak.log
 WARREN_SOAK_MESSAGES="${1:-115000}" WARREN_SOAK_FAULT_ROUNDS="${2:-3}" \
-  swift test --no-parallel --filter SoakTests 2>&1 | grep -E "^soak|✘|✔ Test|error:" 
+  swift test --no-parallel --filter SoakTests 2>&1 | grep -E "^(soak|✘|✔ Test)" 

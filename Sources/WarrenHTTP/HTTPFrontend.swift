@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import ServiceLifecycle
@@ -73,11 +74,12 @@ public enum HTTPFrontend {
                                                         max(1, configuration.websocket.idleTimeout / 2)))),
             closeTimeout: .seconds(5),
             validateUTF8: true)
-        let app = Application(
-            router: router,
-            server: .http1WebSocketUpgrade(configuration: .init(ws: wsConfiguration)) { request, _, logger in
+        // Refused upgrades get hummingbird-websocket's empty 400; a plain GET of /v1/ws with the
+        // same credentials is answered by the router with the reason (401, 429, 503, ...).
+        let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
+            -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, _, logger in
                 guard request.path?.split(separator: "?").first == "/v1/ws", !link.isDraining, let runtime = link.runtime else {
-                    return .dontUpgrade // the router answers (503 while draining or before the broker link is up)
+                    return .dontUpgrade
                 }
                 let identity: ClientIdentity
                 let rules: AccessRules
@@ -86,18 +88,34 @@ public enum HTTPFrontend {
                     (identity, rules, expiresAt) = try await authenticator.authenticate(
                         query: Query(target: request.path ?? ""), authorization: request.headerFields[.authorization])
                 } catch {
-                    return .dontUpgrade // the router answers with the status
+                    return .dontUpgrade
                 }
                 guard runtime.users.openConnection(identity.user) else {
                     runtime.metrics.limitHit(.ws, .connections)
-                    return .dontUpgrade // the router answers 429
+                    return .dontUpgrade
                 }
                 return .upgrade([:]) { inbound, outbound, _ in
                     defer { runtime.users.closeConnection(identity.user) }
                     await serve(inbound: inbound, outbound: outbound, identity: identity, rules: rules, expiresAt: expiresAt,
                                 runtime: runtime, sockets: sockets, logger: logger)
                 }
-            },
+            }
+        // Hostile HTTP: small header limits (larger is a closed connection), keep-alive
+        // connections closed after http.idle_timeout, and a first request head that must arrive
+        // within http.header_timeout (slowloris).
+        let http1 = HTTP1Channel.Configuration(
+            idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
+        let headTimeout = TimeAmount.seconds(Int64(configuration.http.headerTimeout))
+        let server = HTTPServerBuilder { responder in
+            RequestHeadTimeoutChannel(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: .init(http1: http1, ws: wsConfiguration),
+                                                    shouldUpgrade: shouldUpgrade),
+                timeout: headTimeout)
+        }
+        let app = Application(
+            router: router,
+            server: server,
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "warren"),
             services: [link],
             logger: logger

@@ -47,14 +47,20 @@ enum HTTPTestClient {
         let group = MultiThreadedEventLoopGroup.singleton
         let loop = group.next()
         let promise = loop.makePromise(of: Response.self)
-        let channel = try await ClientBootstrap(group: loop)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(Collector(promise: promise))
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: loop)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(Collector(promise: promise))
+                    }
                 }
-            }
-            .connect(host: "127.0.0.1", port: port).get()
+                .connect(host: "127.0.0.1", port: port).get()
+        } catch {
+            promise.fail(error) // (a promise left open is a crash in debug builds)
+            throw error
+        }
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: target)
         head.headers.add(name: "Host", value: "127.0.0.1:\(port)")
         if !headers.contains(where: { $0.0.lowercased() == "connection" }) { head.headers.add(name: "Connection", value: "close") }

@@ -76,7 +76,7 @@ public final class BridgeRuntime: Sendable {
         try await hub.start()
         return BridgeRuntime(connection: connection,
                              publisher: Publisher(channel: publishChannel, exchange: configuration.amqp.exchange, metrics: metrics,
-                                                  logger: logger),
+                                                  logger: logger, blockedReason: { connection.blockedReason }),
                              hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
                              inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, logger: logger)
     }

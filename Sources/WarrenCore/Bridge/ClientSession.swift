@@ -254,8 +254,26 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         if send(frame, route: routeKey) { delivered(routeKey, bytes: frame.count, acceptedAt: acceptedAt) }
     }
 
+    /// The broker ended the inbox consumer (an operator deleted the queue, say): never
+    /// silently. Each inbox subscription is reported `unavailable` with its id and removed, so
+    /// subscribing again declares the inbox anew.
     public func inboxEnded(_ error: AMQPError?) {
-        if let error { logger.info("inbox consumer ended", metadata: ["error": "\(error)"]) }
+        guard let error else { return }
+        let (dropped, inbox) = state.withLockedValue { s -> ([String], InboxConsumer?) in
+            guard !s.closed else { return ([], nil) }
+            let ids = s.subscriptions.filter { $0.value.mode == .inbox }.map(\.key).sorted()
+            for id in ids { s.subscriptions[id] = nil }
+            defer { s.inbox = nil }
+            return (ids, s.inbox)
+        }
+        guard inbox != nil else { return }
+        logger.warning("inbox consumer ended by the broker", metadata: ["error": "\(error)", "subscriptions": "\(dropped.count)"])
+        runtime.metrics.subscriptionRemoved(.inbox, count: dropped.count)
+        for id in dropped {
+            send(ServerFrame.error(ProtocolError(.unavailable, "the broker ended this inbox subscription (\(error)); subscribe again",
+                                                 ref: id)))
+        }
+        Task { await inbox?.close() }
     }
 
     /// The client went away: drop live subscriptions and hand unacknowledged inbox deliveries back.

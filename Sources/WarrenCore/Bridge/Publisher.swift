@@ -20,8 +20,13 @@ public final class Publisher: Sendable {
 
     let metrics: WarrenMetrics
 
-    init(channel: AMQPChannel, exchange: String, confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger) {
+    /// Tells whether the broker has blocked publishing (a resource alarm).
+    let blockedReason: @Sendable () -> String?
+
+    init(channel: AMQPChannel, exchange: String, confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger,
+         blockedReason: @escaping @Sendable () -> String? = { nil }) {
         self.channel = channel
+        self.blockedReason = blockedReason
         self.exchange = exchange
         self.confirmTimeout = confirmTimeout
         self.metrics = metrics
@@ -74,6 +79,12 @@ public final class Publisher: Sendable {
                 throw ProtocolError(.tooLarge, "envelope of \(bytes.count) bytes exceeds \(maxMessageBytes)", ref: request.cid)
             }
             envelopes.append((envelope, bytes))
+        }
+        // While the broker blocks publishing it reads nothing from the connection: a publish
+        // written now would hang until the confirm timeout, so it is refused at once.
+        if let reason = blockedReason() {
+            if let key = dedupKey { finishInFlight(key, with: nil) }
+            throw ProtocolError(.unavailable, "the broker is refusing publishes for now (\(reason)); retry later", ref: request.cid)
         }
         var confirms: [EventLoopFuture<Void>] = []
         do {

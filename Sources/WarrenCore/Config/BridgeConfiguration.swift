@@ -22,6 +22,10 @@ public struct BridgeConfiguration: Sendable {
 
     public struct HTTP: Sendable {
         public var listen: String = "127.0.0.1:8080"
+        /// Seconds a new connection has to send its first complete request head.
+        public var headerTimeout: Int = 10
+        /// Seconds an idle keep-alive HTTP connection is kept.
+        public var idleTimeout: Int = 75
     }
 
     public struct Log: Sendable {
@@ -137,6 +141,8 @@ public struct BridgeConfiguration: Sendable {
             throw source.error("node", "id", "must be a word of [A-Za-z0-9_-]")
         }
         config.demo = try source.bool("http", "demo", default: config.demo)
+        config.http.headerTimeout = try source.int("http", "header_timeout", default: config.http.headerTimeout, range: 1...300)
+        config.http.idleTimeout = try source.int("http", "idle_timeout", default: config.http.idleTimeout, range: 1...3600)
 
         let mode = try source.string("auth", "mode", default: config.auth.mode.rawValue)
         guard let authMode = AuthMode(rawValue: mode) else { throw source.error("auth", "mode", "must be none or token") }
@@ -276,7 +282,8 @@ extension BridgeConfiguration {
         lines += ["[amqp]", "url = \(q(amqp.client.redactedDescription))", "exchange = \(q(amqp.exchange))", "prefetch = \(amqp.prefetch)",
                   "heartbeat = \(amqp.heartbeat)", "reconnect_initial_ms = \(amqp.reconnectInitialMilliseconds)",
                   "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)", ""]
-        lines += ["[http]", "listen = \(q(http.listen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))", ""]
+        lines += ["[http]", "listen = \(q(http.listen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))",
+                  "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)", ""]
         lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
                   "secret = \(q(auth.secret.isEmpty ? "" : "***"))",
                   "public_key = \(auth.publicKeyPEM == nil ? "none" : "loaded")", "private_key = \(auth.privateKeyPEM == nil ? "none" : "***")",

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import WarrenCore
+
+/// Issue 6, item 6: a broker that refuses publishes, and one that ends a consumer.
+@Suite("Broker trouble", .serialized)
+struct BrokerTroubleTests {
+    /// A memory alarm (a watermark far below what the node uses) blocks publishing: Warren
+    /// answers publishes `unavailable` at once instead of leaving them hanging, and publishes
+    /// again once the alarm clears.
+    @Test func aBlockedBrokerTurnsPublishesIntoPromptUnavailableErrors() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let room = "room.blocked\(UUID().uuidString.prefix(6).lowercased())"
+        let s = try await warren.socket(uniqueUser("blocked"))
+        try await s.subscribe("r", room)
+        _ = try await s.request(#"{"op":"pub","route":"\#(room)","body":"before","cid":"b0"}"#, expect: "puback")
+
+        try Broker.ctl("set_vm_memory_high_watermark", "0.00001")
+        defer { _ = try? Broker.ctl("set_vm_memory_high_watermark", "0.4") }
+        // RabbitMQ blocks a connection when it next publishes: this one waits out the confirm
+        // timeout (it is written before Warren knows), and Warren learns of the block.
+        try await s.send(#"{"op":"pub","route":"\#(room)","body":"first","cid":"b1"}"#)
+        #expect(await warren.process.waitForLog("AMQP broker blocked publishing", timeout: .seconds(30)))
+        var answers: [String] = []
+        let started = ContinuousClock.now
+        for i in 0..<20 {
+            let answer = try await s.request(#"{"op":"pub","route":"\#(room)","body":\#(i),"cid":"p\#(i)"}"#, expect: "error")
+            answers.append(answer["code"]?.stringValue ?? "?")
+        }
+        print("blocked broker: 20 publishes refused in \(ContinuousClock.now - started)")
+        #expect(answers == Array(repeating: "unavailable", count: 20))
+        let first = try await s.next(op: "error", timeout: .seconds(30))   // b1, at its confirm timeout
+        #expect(first["ref"]?.stringValue == "b1" && first["code"]?.stringValue == "unavailable")
+
+        _ = try Broker.ctl("set_vm_memory_high_watermark", "0.4")
+        #expect(await warren.process.waitForLog("AMQP broker unblocked publishing", timeout: .seconds(30)))
+        _ = try await s.request(#"{"op":"pub","route":"\#(room)","body":"after","cid":"a0"}"#, expect: "puback")
+        // Live delivery goes on: "before", then (maybe "first", delivered once the broker read it) "after".
+        var bodies: [JSONValue] = []
+        while bodies.last != .string("after") { bodies.append(try await s.next(op: "msg").env?["body"] ?? .null) }
+        #expect(bodies.first == .string("before") && !bodies.contains(.number("0")))
+        _ = await s.close()
+    }
+
+    /// An operator deletes a client's inbox queue: the broker cancels the consumer, and Warren
+    /// tells the client (`unavailable` with the subscription's id) instead of going quiet;
+    /// subscribing again makes a new inbox that delivers.
+    @Test func aDeletedInboxIsReportedAndCanBeSubscribedAgain() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("deleted")
+        let s = try await warren.socket(user, device: "phone")
+        try await s.subscribe("in", "#.\(user).#", mode: "inbox")
+        _ = try Broker.ctl("delete_queue", "warren.inbox.\(user).phone")
+        let report = try await s.next(op: "error")
+        #expect(report["ref"]?.stringValue == "in" && report["code"]?.stringValue == "unavailable", "\(report)")
+        try await s.subscribe("in", "#.\(user).#", mode: "inbox")
+        _ = try await s.request(#"{"op":"pub","route":"\#(user).x","body":"again"}"#, expect: "puback")
+        #expect(try await s.next(op: "msg").env?["body"] == .string("again"))
+        _ = await s.close()
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A raw TCP client: writes whatever bytes it is given and collects the answer until the
+/// server closes or `timeout` passes.
+enum RawHTTP {
+    final class Collect: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        let box: NIOLockedValueBox<[UInt8]>
+        let closed: EventLoopPromise<Void>
+        init(box: NIOLockedValueBox<[UInt8]>, closed: EventLoopPromise<Void>) {
+            self.box = box
+            self.closed = closed
+        }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let b = unwrapInboundIn(data)
+            box.withLockedValue { $0 += b.readableBytesView }
+        }
+        func channelInactive(context: ChannelHandlerContext) { closed.succeed() }
+        func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+    }
+
+    struct Answer {
+        var text: String
+        var closedByServer: Bool
+        var chunksSent = 0
+        var status: Int? { Int(text.split(separator: " ").dropFirst().first ?? "") }
+    }
+
+    static func exchange(port: Int, _ chunks: [[UInt8]], pause: Duration = .zero, timeout: Duration = .seconds(10),
+                         stopWhenClosed: Bool = false) async throws -> Answer {
+        let box = NIOLockedValueBox<[UInt8]>([])
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let closed = loop.makePromise(of: Void.self)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: loop)
+                .channelInitializer { $0.pipeline.addHandler(Collect(box: box, closed: closed)) }
+                .connect(host: "127.0.0.1", port: port).get()
+        } catch {
+            closed.succeed()
+            throw error
+        }
+        var sent = 0
+        for chunk in chunks {
+            if stopWhenClosed, !channel.isActive { break }
+            try? await channel.writeAndFlush(ByteBuffer(bytes: chunk))
+            sent += 1
+            if pause > .zero { try await Task.sleep(for: pause) }
+        }
+        // Whichever comes first: the server's close, or the timeout.
+        let outcome = loop.makePromise(of: Bool.self)
+        let decided = NIOLockedValueBox(false)
+        func decide(_ byServer: Bool) {
+            if decided.withLockedValue({ d in defer { d = true }; return !d }) { outcome.succeed(byServer) }
+        }
+        closed.futureResult.whenSuccess { decide(true) }
+        let timer = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
+                                                       + timeout.components.attoseconds / 1_000_000_000)) { decide(false) }
+        let byServer = try await outcome.futureResult.get()
+        timer.cancel()
+        if !byServer { try? await channel.close() }
+        _ = try? await closed.futureResult.get()
+        return Answer(text: String(decoding: box.withLockedValue { $0 }, as: UTF8.self), closedByServer: byServer, chunksSent: sent)
+    }
+
+    static func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+}
+
+/// Issue 6, item 5: malformed HTTP ends in a 4xx or a closed connection, never a crash, and
+/// leaves the process's memory where it was.
+@Suite("Hostile HTTP", .serialized)
+struct HostileHTTPTests {
+    static func rss(_ warren: WarrenInstance) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(warren.process.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// Each case: the bytes, and whether the answer is acceptable.
+    static let cases: [(String, [UInt8])] = {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        let deepBody = #"{"route":"room.x","body":"# + deep + "}"
+        let nestedObject = String(repeating: #"{"a":"#, count: 5000) + "1" + String(repeating: "}", count: 5000)
+        var invalidUTF8 = RawHTTP.bytes("POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 30\r\n\r\n")
+        invalidUTF8 += RawHTTP.bytes(#"{"route":"room.x","body":""#) + [0xff, 0xfe, 0x22, 0x7d]
+        return [
+            ("bad method", RawHTTP.bytes("BREW /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n")),
+            ("garbage", [0, 1, 2, 3, 0xff, 13, 10, 13, 10]),
+            ("bad version", RawHTTP.bytes("GET / HTTP/9.9\r\nHost: x\r\n\r\n")),
+            ("huge header", RawHTTP.bytes("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 200_000) + "\r\n\r\n")),
+            ("many headers", RawHTTP.bytes("GET /healthz HTTP/1.1\r\nHost: x\r\n" + (0..<2000).map { "X-\($0): y\r\n" }.joined() + "\r\n")),
+            ("huge URL", RawHTTP.bytes("GET /v1/ws?user=" + String(repeating: "a", count: 100_000) + " HTTP/1.1\r\nHost: x\r\n\r\n")),
+            ("invalid UTF-8 in the query", RawHTTP.bytes("GET /v1/ws?user=%FF%FE HTTP/1.1\r\nHost: x\r\n\r\n")),
+            ("invalid UTF-8 in a body", invalidUTF8),
+            ("deep JSON arrays", RawHTTP.bytes("POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                               + "Content-Length: \(deepBody.utf8.count)\r\n\r\n" + deepBody)),
+            ("deep JSON objects", RawHTTP.bytes("POST /v1/poll?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                                + "Content-Length: \(nestedObject.utf8.count)\r\n\r\n" + nestedObject)),
+            ("length and chunked", RawHTTP.bytes("POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                                                 + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")),
+            ("negative length", RawHTTP.bytes("POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n")),
+            ("body shorter than its length", RawHTTP.bytes("POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}")),
+            ("websocket upgrade with a bad key", RawHTTP.bytes("GET /v1/ws?user=mallory HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                                                               + "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n")),
+        ]
+    }()
+
+    @Test func malformedRequestsEndInA4xxOrAClosedConnection() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_HEADER_TIMEOUT": "2", "WARREN_HTTP_IDLE_TIMEOUT": "2"])
+        defer { Task { await warren.stop() } }
+        for (name, bytes) in Self.cases {
+            let answer = try await RawHTTP.exchange(port: warren.port, [bytes], timeout: .seconds(5))
+            let ok = answer.closedByServer || (answer.status.map { (400..<500).contains($0) } ?? false)
+            #expect(ok, "\(name): \(answer.text.prefix(200)) closed: \(answer.closedByServer)")
+            #expect(answer.status.map { $0 < 500 } ?? true, "\(name): \(answer.text.prefix(200))")
+        }
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/healthz").status == 200)
+    }
+
+    @Test func aSlowlorisRequestIsClosedAtTheHeaderTimeout() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_HEADER_TIMEOUT": "2", "WARREN_HTTP_IDLE_TIMEOUT": "2"])
+        defer { Task { await warren.stop() } }
+        // One header byte every 200 ms for 20 s, never finishing the head: closed long before.
+        let head = RawHTTP.bytes("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + String(repeating: "a", count: 100))
+        let answer = try await RawHTTP.exchange(port: warren.port, head.map { [$0] }, pause: .milliseconds(200), timeout: .seconds(1),
+                                                stopWhenClosed: true)
+        #expect(answer.closedByServer && answer.text.isEmpty, "\(answer.text)")
+        #expect(answer.chunksSent < head.count, "the server waited for all \(head.count) bytes")
+        print("slowloris closed after \(answer.chunksSent) of \(head.count) bytes (one per 200 ms)")
+        // A request that completes its head in time is served as usual.
+        let fine = try await RawHTTP.exchange(port: warren.port, [RawHTTP.bytes("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")])
+        #expect(fine.status == 200)
+    }
+
+    @Test func memoryStaysFlatUnderRepeatedBadInput() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_HEADER_TIMEOUT": "2", "WARREN_HTTP_IDLE_TIMEOUT": "2"])
+        defer { Task { await warren.stop() } }
+        // A round sends every case at once, ten times over (140 connections).
+        func round() async throws {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<10 {
+                    for (_, bytes) in Self.cases {
+                        group.addTask { _ = try await RawHTTP.exchange(port: warren.port, [bytes], timeout: .seconds(5)) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        for _ in 0..<2 { try await round() } // warm up: allocator pools, caches
+        let before = Self.rss(warren)
+        for _ in 0..<10 { try await round() }
+        let after = Self.rss(warren)
+        print("hostile HTTP: warren RSS \(before) KiB before, \(after) KiB after 10 more rounds (1,400 connections)")
+        #expect(after - before < 20 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
+    }
+}
