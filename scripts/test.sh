@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Warren's whole test suite: unit tests and broker-backed tests against a
 # local RabbitMQ, which this script installs and starts first when none answers.
-# Extra arguments go to `swift test` (e.g. --filter AMQPClientTests).
+# Extra arguments go to `swift test` (e.g. --filter AMQPClientTests); without any, the
+# libFuzzer targets also run for a bounded time at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/rabbitmq.sh start
@@ -17,5 +18,15 @@ total=$(grep -oE 'Test run with [0-9]+ tests?' "$log" | tail -1 | grep -oE '[0-9
 failed=$(grep -cE '^✘ Test .* failed after' "$log" || true)
 if [ -n "$total" ]; then
     echo "tests: $((total - failed)) passed, $failed failed"
+fi
+# The whole suite (no arguments) also runs each libFuzzer target briefly: the envelope,
+# WebSocket op, topic pattern and AMQP frame decoders (scripts/fuzz.sh; longer runs by hand).
+if [ "$#" -eq 0 ]; then
+    if scripts/fuzz.sh all "${WARREN_FUZZ_SECONDS:-15}"; then
+        echo "fuzz: 4 targets, ${WARREN_FUZZ_SECONDS:-15}s each, no finding"
+    else
+        echo "fuzz: FINDING (see above)"
+        status=1
+    fi
 fi
 exit "$status"
