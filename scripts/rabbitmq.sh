@@ -47,11 +47,34 @@ install_if_missing() {
     $sudo apt-get install -y -qq rabbitmq-server >/dev/null
 }
 
+# A CA and a server certificate (for localhost and 127.0.0.1) made with openssl, so the
+# tests can reach the broker over TLS (amqps://127.0.0.1:5671) and verify it.
+make_certs() {
+    local t="$DIR/tls"
+    [ -s "$t/server.pem" ] && return 0
+    command -v openssl >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get install -y -qq openssl >/dev/null || sudo apt-get install -y -qq openssl >/dev/null; }
+    mkdir -p "$t"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=Warren test CA" \
+        -keyout "$t/ca.key" -out "$t/ca.pem" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$t/server.key" -out "$t/server.csr" 2>/dev/null
+    printf "subjectAltName=DNS:localhost,IP:127.0.0.1\n" > "$t/ext.cnf"
+    openssl x509 -req -in "$t/server.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" -CAcreateserial -days 3650 \
+        -extfile "$t/ext.cnf" -out "$t/server.pem" 2>/dev/null
+    chmod 644 "$t"/*
+}
+
 write_config() {
     mkdir -p "$HOME" "$RABBITMQ_MNESIA_BASE" "$RABBITMQ_LOG_BASE"
+    make_certs
     : > "$RABBITMQ_CONF_ENV_FILE"
     cat > "$RABBITMQ_CONFIG_FILE" <<CONF
 listeners.tcp.default = 127.0.0.1:$AMQP_PORT
+listeners.ssl.default = 127.0.0.1:${WARREN_RABBITMQ_TLS_PORT:-5671}
+ssl_options.cacertfile = $DIR/tls/ca.pem
+ssl_options.certfile = $DIR/tls/server.pem
+ssl_options.keyfile = $DIR/tls/server.key
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
 management.tcp.ip = 127.0.0.1
 management.tcp.port = ${WARREN_RABBITMQ_MGMT_PORT:-15672}
 web_stomp.tcp.ip = 127.0.0.1

@@ -1,6 +1,8 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 import HummingbirdWebSocket
 import Logging
 import ServiceLifecycle
@@ -13,7 +15,7 @@ public enum HTTPFrontend {
     /// Builds the HTTP application serving `configuration.http.listen`, running the broker link beside it.
     /// The application and the drain service to run after it in the same service group.
     public static func application(configuration: BridgeConfiguration, link: BrokerLink, tokens: TokenAuthority?,
-                                   sessions: PollSessionCodec, logger: Logger) -> (some ApplicationProtocol, DrainService)
+                                   sessions: PollSessionCodec, logger: Logger) throws -> (some ApplicationProtocol, DrainService)
     {
         let sockets = OpenSockets()
         let authenticator = Authenticator(configuration: configuration, tokens: tokens)
@@ -107,11 +109,18 @@ public enum HTTPFrontend {
             idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
         let headTimeout = TimeAmount.seconds(Int64(configuration.http.headerTimeout))
-        let server = HTTPServerBuilder { responder in
+        var server = HTTPServerBuilder { responder in
             RequestHeadTimeoutChannel(
                 inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: .init(http1: http1, ws: wsConfiguration),
                                                     shouldUpgrade: shouldUpgrade),
                 timeout: headTimeout)
+        }
+        // HTTPS / WSS for deployments without a terminating proxy.
+        if let certificate = configuration.http.tlsCertificateFile, let key = configuration.http.tlsKeyFile {
+            let tls = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            server = try .tls(server, tlsConfiguration: tls)
         }
         let app = Application(
             router: router,

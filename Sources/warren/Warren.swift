@@ -60,7 +60,7 @@ struct Serve: AsyncParsableCommand {
         let metrics = WarrenMetrics(classifier: RouteClassifier(config.routes), registry: registry)
         let link = BrokerLink(configuration: config, metrics: metrics, logger: logger)
         let sessions = await PollSessionCodec.make(secret: config.auth.secret)
-        let (app, drain) = HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions,
+        let (app, drain) = try HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions,
                                                     logger: logger)
         // SIGTERM / SIGINT start a graceful drain bounded by shutdown.grace; past it, services are cancelled.
         // Services stop in reverse order: the drain (sockets → 1001) first, then the HTTP server and broker link.

@@ -125,3 +125,21 @@ import Testing
         #expect(c.effectiveDescription.contains("public_key = loaded"))
     }
 }
+
+@Suite struct TLSConfigurationTests {
+    @Test func tlsFilesMustBeReadableAndCertificatesComeWithKeys() throws {
+        func key(of text: String) -> String? {
+            do { _ = try BridgeConfiguration.parse(text); return nil } catch { return error.key }
+        }
+        let amqps = "[amqp]\nurl = \"amqps://u:p@broker.example.com/%2f\"\n"
+        #expect(key(of: amqps) == nil)
+        #expect(key(of: amqps + "tls_ca_file = \"/nonexistent/ca.pem\"\n") == "amqp.tls_ca_file")
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-ca-\(UUID().uuidString).pem").path
+        try "not really a certificate".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(key(of: amqps + "tls_cert_file = \"\(path)\"\n") == "amqp.tls_cert_file")
+        let c = try BridgeConfiguration.parse(amqps + "tls_ca_file = \"\(path)\"\ntls_server_name = \"rabbit.internal\"\n")
+        #expect(c.amqp.client.tls && c.amqp.client.port == 5671)
+        #expect(c.amqp.client.tlsOptions == .init(caFile: path, serverName: "rabbit.internal"))
+    }
+}

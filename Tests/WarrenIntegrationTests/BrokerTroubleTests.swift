@@ -61,3 +61,55 @@ struct BrokerTroubleTests {
         _ = await s.close()
     }
 }
+
+@Suite("Warren over TLS to the broker", .serialized)
+struct WarrenTLSTests {
+    @Test func warrenRunsOverAmqps() async throws {
+        let ca = (ProcessInfo.processInfo.environment["WARREN_RABBITMQ_DIR"] ?? "/tmp/warren-rabbitmq") + "/tls/ca.pem"
+        let warren = try await WarrenInstance.start(["WARREN_AMQP_URL": "amqps://guest:guest@localhost:5671/%2f",
+                                                     "WARREN_AMQP_TLS_CA_FILE": ca])
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("tls")
+        let s = try await warren.socket(user)
+        try await s.subscribe("in", "#.\(user).#", mode: "inbox")
+        _ = try await s.request(#"{"op":"pub","route":"\#(user).bob","body":"secret"}"#, expect: "puback")
+        #expect(try await s.next(op: "msg").env?["body"] == .string("secret"))
+        _ = await s.close()
+        // A CA file that cannot be read stops Warren at start, naming the key.
+        let untrusting = try WarrenProcess(["check", "--config", "bridge.toml"],
+                                           environment: ["WARREN_AMQP_TLS_CA_FILE": "/nonexistent/ca.pem"])
+        #expect(await untrusting.waitForExit() != 0)
+        #expect(untrusting.log.contains("TLS_CA_FILE: cannot read"), "\(untrusting.log)")
+    }
+}
+
+@Suite("Warren serving HTTPS", .serialized)
+struct WarrenHTTPSTests {
+    /// curl with the test CA: the certificate scripts/rabbitmq.sh made for localhost.
+    static func curl(_ url: String, ca: String) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["curl", "-sS", "--max-time", "10", "--cacert", ca, url]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func warrenServesHTTPSWithItsCertificate() async throws {
+        let tls = (ProcessInfo.processInfo.environment["WARREN_RABBITMQ_DIR"] ?? "/tmp/warren-rabbitmq") + "/tls"
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_TLS_CERT_FILE": tls + "/server.pem",
+                                                     "WARREN_HTTP_TLS_KEY_FILE": tls + "/server.key"])
+        defer { Task { await warren.stop() } }
+        let ok = try Self.curl("https://localhost:\(warren.port)/readyz", ca: tls + "/ca.pem")
+        #expect(ok.status == 0 && ok.output == "ready\n", "\(ok)")
+        // Plain HTTP to the TLS port gets nothing useful; an untrusting client refuses the certificate.
+        #expect((try? await HTTPTestClient.request(.GET, port: warren.port, "/readyz"))?.status != 200)
+        let untrusted = try Self.curl("https://localhost:\(warren.port)/readyz", ca: "/etc/ssl/certs/ca-certificates.crt")
+        #expect(untrusted.status != 0)
+        #expect((try? await HTTPTestClient.request(.GET, port: warren.port, "/readyz"))?.status != 200)
+    }
+}

@@ -7,8 +7,9 @@ public struct AMQPConfiguration: Sendable, Equatable {
     public var username: String = "guest"
     public var password: String = "guest"
     public var vhost: String = "/"
-    /// `amqps://`: TLS to the broker (not yet supported by this build; rejected at connect).
+    /// `amqps://`: TLS to the broker (swift-nio-ssl), verified against ``tlsOptions``.
     public var tls: Bool = false
+    public var tlsOptions = TLSOptions()
     /// Heartbeat interval we ask for, in seconds (0 = take the broker's).
     public var heartbeat: UInt16 = 60
     public var channelMax: UInt16 = 2047
@@ -20,6 +21,24 @@ public struct AMQPConfiguration: Sendable, Equatable {
     public var recovery: RecoveryPolicy = .init()
 
     public init() {}
+
+    /// How an `amqps://` connection is verified and which client certificate it shows.
+    public struct TLSOptions: Sendable, Equatable {
+        /// PEM file of the CA(s) the broker's certificate must chain to; nil = the system's trust store.
+        public var caFile: String?
+        /// PEM files of a client certificate (chain) and its key, for brokers that require one.
+        public var certificateFile: String?
+        public var privateKeyFile: String?
+        /// The name the broker's certificate must carry; nil = the URL's host.
+        public var serverName: String?
+
+        public init(caFile: String? = nil, certificateFile: String? = nil, privateKeyFile: String? = nil, serverName: String? = nil) {
+            self.caFile = caFile
+            self.certificateFile = certificateFile
+            self.privateKeyFile = privateKeyFile
+            self.serverName = serverName
+        }
+    }
 
     /// Parses `amqp://user:pass@host:port/vhost?heartbeat=10&connection_timeout=5000`.
     ///

@@ -218,9 +218,7 @@ public final class AMQPConnection: Sendable {
     // MARK: links
 
     private func makeLink(epoch: UInt64) async throws -> Link {
-        if configuration.tls {
-            throw AMQPError.connectionFailed("amqps:// (TLS) is not supported by this build yet")
-        }
+        let tls = try configuration.tls ? TLSSetup.make(configuration) : nil
         var props: FieldTable = [:]
         if let name = configuration.connectionName { props["connection_name"] = .string(name) }
         let smConfig = ConnectionStateMachine.Configuration(
@@ -238,6 +236,7 @@ public final class AMQPConnection: Sendable {
             .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler()) }
                     let handler = AMQPConnectionHandler(configuration: smConfig, epoch: epoch, events: events,
                                                         eventLoop: channel.eventLoop, logger: logger)
                     try channel.pipeline.syncOperations.addHandler(handler)

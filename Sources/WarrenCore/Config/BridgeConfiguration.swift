@@ -26,6 +26,9 @@ public struct BridgeConfiguration: Sendable {
         public var headerTimeout: Int = 10
         /// Seconds an idle keep-alive HTTP connection is kept.
         public var idleTimeout: Int = 75
+        /// PEM certificate chain and key: when both are set, Warren serves HTTPS and WSS itself.
+        public var tlsCertificateFile: String?
+        public var tlsKeyFile: String?
     }
 
     public struct Log: Sendable {
@@ -119,6 +122,19 @@ public struct BridgeConfiguration: Sendable {
         } catch {
             throw source.error("amqp", "url", "\(error)")
         }
+        for (key, keyPath) in [("tls_ca_file", \AMQPConfiguration.TLSOptions.caFile),
+                               ("tls_cert_file", \AMQPConfiguration.TLSOptions.certificateFile),
+                               ("tls_key_file", \AMQPConfiguration.TLSOptions.privateKeyFile)] {
+            let path = try source.string("amqp", key, default: "")
+            guard !path.isEmpty else { continue }
+            guard FileManager.default.isReadableFile(atPath: path) else { throw source.error("amqp", key, "cannot read \(path)") }
+            config.amqp.client.tlsOptions[keyPath: keyPath] = path
+        }
+        if (config.amqp.client.tlsOptions.certificateFile == nil) != (config.amqp.client.tlsOptions.privateKeyFile == nil) {
+            throw source.error("amqp", "tls_cert_file", "a client certificate needs both tls_cert_file and tls_key_file")
+        }
+        let serverName = try source.string("amqp", "tls_server_name", default: "")
+        config.amqp.client.tlsOptions.serverName = serverName.isEmpty ? nil : serverName
         guard !config.amqp.exchange.isEmpty, config.amqp.exchange.utf8.count <= 255 else {
             throw source.error("amqp", "exchange", "must be 1-255 bytes")
         }
@@ -143,6 +159,15 @@ public struct BridgeConfiguration: Sendable {
         config.demo = try source.bool("http", "demo", default: config.demo)
         config.http.headerTimeout = try source.int("http", "header_timeout", default: config.http.headerTimeout, range: 1...300)
         config.http.idleTimeout = try source.int("http", "idle_timeout", default: config.http.idleTimeout, range: 1...3600)
+        for key in ["tls_cert_file", "tls_key_file"] {
+            let path = try source.string("http", key, default: "")
+            guard !path.isEmpty else { continue }
+            guard FileManager.default.isReadableFile(atPath: path) else { throw source.error("http", key, "cannot read \(path)") }
+            if key == "tls_cert_file" { config.http.tlsCertificateFile = path } else { config.http.tlsKeyFile = path }
+        }
+        if (config.http.tlsCertificateFile == nil) != (config.http.tlsKeyFile == nil) {
+            throw source.error("http", "tls_cert_file", "HTTPS needs both tls_cert_file and tls_key_file")
+        }
 
         let mode = try source.string("auth", "mode", default: config.auth.mode.rawValue)
         guard let authMode = AuthMode(rawValue: mode) else { throw source.error("auth", "mode", "must be none or token") }
@@ -281,9 +306,13 @@ extension BridgeConfiguration {
         var lines: [String] = []
         lines += ["[amqp]", "url = \(q(amqp.client.redactedDescription))", "exchange = \(q(amqp.exchange))", "prefetch = \(amqp.prefetch)",
                   "heartbeat = \(amqp.heartbeat)", "reconnect_initial_ms = \(amqp.reconnectInitialMilliseconds)",
-                  "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)", ""]
+                  "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)",
+                  "tls_ca_file = \(q(amqp.client.tlsOptions.caFile ?? ""))", "tls_cert_file = \(q(amqp.client.tlsOptions.certificateFile ?? ""))",
+                  "tls_key_file = \(q(amqp.client.tlsOptions.privateKeyFile ?? ""))",
+                  "tls_server_name = \(q(amqp.client.tlsOptions.serverName ?? ""))", ""]
         lines += ["[http]", "listen = \(q(http.listen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))",
-                  "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)", ""]
+                  "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)",
+                  "tls_cert_file = \(q(http.tlsCertificateFile ?? ""))", "tls_key_file = \(q(http.tlsKeyFile ?? ""))", ""]
         lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
                   "secret = \(q(auth.secret.isEmpty ? "" : "***"))",
                   "public_key = \(auth.publicKeyPEM == nil ? "none" : "loaded")", "private_key = \(auth.privateKeyPEM == nil ? "none" : "***")",
