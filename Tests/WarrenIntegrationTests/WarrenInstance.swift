@@ -17,7 +17,10 @@ struct WarrenInstance {
         let exchange = exchange ?? "test.chat.\(suffix)"
         let nodeID = "test-\(suffix)"
         var env = ["WARREN_HTTP_LISTEN": "127.0.0.1:\(port)", "WARREN_AMQP_EXCHANGE": exchange, "WARREN_NODE_ID": nodeID,
-                   "WARREN_AMQP_URL": brokerURL, "WARREN_LOG_LEVEL": "info"]
+                   "WARREN_AMQP_URL": brokerURL, "WARREN_LOG_LEVEL": "info",
+                   // Tests publish far faster than a person and hold many polls per user; the
+                   // per-user limits have tests of their own (GreedyClientTests) that set them.
+                   "WARREN_LIMITS_PUBLISH_RATE": "0", "WARREN_LIMITS_MAX_CONNECTIONS_PER_USER": "0"]
         for (k, v) in extra { env[k] = v }
         let process = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: env)
         guard await process.waitForLog("warren is ready") else {

@@ -253,6 +253,7 @@ public struct BridgeConfiguration: Sendable {
         config.poll.maxWait = try source.int("poll", "max_wait", default: config.poll.maxWait, range: 0...300)
         config.poll.maxBatch = try source.int("poll", "max_batch", default: config.poll.maxBatch, range: 1...10_000)
         config.poll.lease = try source.int("poll", "lease", default: config.poll.lease, range: 1...3600)
+        config.poll.maxLength = try source.int("poll", "max_length", default: config.poll.maxLength, range: 1...10_000_000)
         config.poll.corsOrigin = try source.string("http", "cors_origin", default: config.poll.corsOrigin)
 
         config.limits.maxMessageBytes = try source.int("limits", "max_message_bytes", default: config.limits.maxMessageBytes,
@@ -324,7 +325,7 @@ extension BridgeConfiguration {
         lines += ["[inbox]", "prefetch = \(inbox.prefetch)", "expires_ms = \(inbox.expiresMilliseconds)", "max_length = \(inbox.maxLength)",
                   "overflow = \(q(inbox.overflow))", "queue_type = \(q(inbox.queueType))", ""]
         lines += ["[poll]", "session_ttl = \(poll.sessionTTL)", "max_wait = \(poll.maxWait)", "max_batch = \(poll.maxBatch)",
-                  "lease = \(poll.lease)", ""]
+                  "lease = \(poll.lease)", "max_length = \(poll.maxLength)", ""]
         lines += ["[limits]", "max_message_bytes = \(limits.maxMessageBytes)", "max_frame_bytes = \(limits.maxFrameBytes)",
                   "max_bad_frames = \(limits.maxBadFrames)", "max_subscriptions = \(limits.maxSubscriptions)",
                   "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)",

@@ -38,7 +38,10 @@ public final class PollService: Sendable {
         self.logger = logger
     }
 
-    var sessionArguments: FieldTable { ["x-expires": .int64(Int64(settings.sessionTTL) * 1000)] }
+    var sessionArguments: FieldTable {
+        ["x-expires": .int64(Int64(settings.sessionTTL) * 1000), "x-max-length": .int64(Int64(settings.maxLength)),
+         "x-overflow": .string("drop-head")]
+    }
 
     // MARK: create / delete
 
