@@ -1,6 +1,7 @@
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 
 /// Closes a connection whose first request head has not fully arrived within `timeout`
 /// (slowloris: a client trickling header bytes to hold a connection forever). It watches the
@@ -55,7 +56,13 @@ final class CloseOnErrorHandler: ChannelInboundHandler, RemovableChannelHandler 
     typealias InboundIn = NIOAny
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
+        // Only parse errors: others (a refused upgrade, say) are answered further up and must
+        // not lose their response to an early close.
+        if error is HTTPParserError {
+            context.close(promise: nil)
+        } else {
+            context.fireErrorCaught(error)
+        }
     }
 }
 

@@ -30,9 +30,9 @@ actor SoakLedger {
     /// Per subscriber: "p/n" → deliveries; envelope ids seen (for duplicates).
     private var delivered: [String: [String: Int]] = [:]
     private var ids: [String: Set<String>] = [:]
-    private var lastN: [String: Int] = [:]
+    /// Per subscriber and publisher connection: message numbers in first-delivery order.
+    private var firstDeliveries: [String: [Int]] = [:]
     private(set) var duplicates = 0
-    private(set) var orderViolations: [String] = []
 
     func published() { sent += 1 }
     func ack(_ key: String) { acked.insert(key) }
@@ -42,12 +42,24 @@ actor SoakLedger {
         let key = "\(p)/\(n)"
         delivered[subscriber, default: [:]][key, default: 0] += 1
         if !ids[subscriber, default: []].insert(id).inserted { duplicates += 1 }
-        guard !redelivered else { return }
-        let stream = "\(subscriber) \(p)/c\(c)"
-        if let last = lastN[stream], n <= last, delivered[subscriber]![key]! == 1, orderViolations.count < 20 {
-            orderViolations.append("\(stream): \(n) after \(last)")
+        guard !redelivered, delivered[subscriber]![key]! == 1 else { return }
+        firstDeliveries["\(subscriber) \(p)/c\(c)", default: []].append(n)
+    }
+
+    /// Acknowledged messages delivered (first time, not redelivered) after a later one from the
+    /// same publisher connection. Unacknowledged publishes are left out: one answered
+    /// `unavailable` may still reach the queue later (its outcome was unknown).
+    var orderViolations: [String] {
+        var found: [String] = []
+        for (stream, ns) in firstDeliveries.sorted(by: { $0.key < $1.key }) {
+            let p = String(stream.split(separator: " ")[1].split(separator: "/")[0])
+            var last = -1
+            for n in ns where acked.contains("\(p)/\(n)") {
+                if n <= last, found.count < 20 { found.append("\(stream): \(n) after \(last)") }
+                last = max(last, n)
+            }
         }
-        lastN[stream] = max(lastN[stream] ?? -1, n)
+        return found
     }
 
     /// Acknowledged messages not (yet) delivered to `subscriber`.
