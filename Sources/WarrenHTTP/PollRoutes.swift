@@ -124,11 +124,7 @@ struct PollRoutes: Sendable {
             runtime.metrics.dropped(route.value, .forbidden)
             throw ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: publish.cid)
         }
-        guard runtime.users.takePublishes(identity.user, count: publish.routes.count) else {
-            runtime.metrics.limitHit(.poll, .publishRate)
-            runtime.metrics.dropped(publish.routes.first?.value, .rateLimited)
-            throw ProtocolError(.rateLimited, "publish rate limit: \(runtime.limits.publishRate) a second per user", ref: publish.cid)
-        }
+        if let refusal = runtime.admitPublish(publish, from: identity.user, via: .poll) { throw refusal }
         let ids: [String]
         do {
             ids = try await runtime.publisher.publish(publish, from: identity.user, via: .poll,

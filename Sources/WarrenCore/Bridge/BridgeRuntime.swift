@@ -65,6 +65,15 @@ public final class BridgeRuntime: Sendable {
         self.logger = logger
     }
 
+    /// The per-user publish rate, one token per route, for every frontend alike: nil when the
+    /// publish may go on, else the error to answer (counted as a limit hit and a drop).
+    public func admitPublish(_ request: PublishRequest, from user: String, via frontend: Frontend) -> ProtocolError? {
+        guard !users.takePublishes(user, count: request.routes.count) else { return nil }
+        metrics.limitHit(frontend, .publishRate)
+        metrics.dropped(request.routes.first?.value, .rateLimited)
+        return ProtocolError(.rateLimited, "publish rate limit: \(limits.publishRate) a second per user", ref: request.cid)
+    }
+
     /// Sets up the publisher channel and the node's live queue on a connected link.
     public static func start(connection: AMQPConnection, configuration: BridgeConfiguration, nodeID: String,
                              metrics: WarrenMetrics, logger: Logger) async throws -> BridgeRuntime {

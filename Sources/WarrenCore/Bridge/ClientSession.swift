@@ -189,12 +189,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             runtime.metrics.dropped(route.value, .forbidden)
             return fail(ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: request.cid))
         }
-        guard runtime.users.takePublishes(user, count: request.routes.count) else {
-            runtime.metrics.limitHit(.ws, .publishRate)
-            runtime.metrics.dropped(request.routes.first?.value, .rateLimited)
-            return fail(ProtocolError(.rateLimited, "publish rate limit: \(runtime.limits.publishRate) a second per user",
-                                      ref: request.cid))
-        }
+        if let refusal = runtime.admitPublish(request, from: user, via: .ws) { return fail(refusal) }
         let admitted = state.withLockedValue { s -> Bool in
             guard s.pendingPublishes < runtime.limits.maxPendingPublishes else { return false }
             s.pendingPublishes += 1
