@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // The AMQP 0-9-1 client: knows nothing of chat.
@@ -60,7 +61,10 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             ]
         ),
@@ -87,6 +91,32 @@ let package = Package(
             ],
             path: "examples/EchoBot"
         ),
+        // Benchmarks/: the load tool that measures Warren beside RabbitMQ Web-STOMP and plain AMQP
+        // (see BENCHMARKS.md). Its wire parsing lives in a library so the unit tests can reach it.
+        .target(
+            name: "WarrenBenchKit",
+            dependencies: [
+                "AMQPClient",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Benchmarks/WarrenBenchKit"
+        ),
+        .executableTarget(
+            name: "warren-bench",
+            dependencies: [
+                "WarrenBenchKit",
+                "AMQPClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/warren-bench"
+        ),
         // Unit tests: no I/O, run in seconds.
         .testTarget(
             name: "AMQPClientTests",
@@ -99,6 +129,10 @@ let package = Package(
         .testTarget(
             name: "WarrenCoreTests",
             dependencies: ["WarrenCore"]
+        ),
+        .testTarget(
+            name: "WarrenBenchKitTests",
+            dependencies: ["WarrenBenchKit", .product(name: "NIOCore", package: "swift-nio")]
         ),
         // Broker-backed tests: need the local RabbitMQ (scripts/rabbitmq.sh).
         // Helpers shared by the broker-backed targets.

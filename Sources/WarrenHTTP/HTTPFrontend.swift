@@ -79,7 +79,7 @@ public enum HTTPFrontend {
         // Refused upgrades get hummingbird-websocket's empty 400; a plain GET of /v1/ws with the
         // same credentials is answered by the router with the reason (401, 429, 503, ...).
         let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
-            -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, _, logger in
+            -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, channel, logger in
                 guard request.path?.split(separator: "?").first == "/v1/ws", !link.isDraining, let runtime = link.runtime else {
                     return .dontUpgrade
                 }
@@ -98,7 +98,7 @@ public enum HTTPFrontend {
                 }
                 return .upgrade([:]) { inbound, outbound, _ in
                     defer { runtime.users.closeConnection(identity.user) }
-                    await serve(inbound: inbound, outbound: outbound, identity: identity, rules: rules, expiresAt: expiresAt,
+                    await serve(inbound: inbound, outbound: outbound, channel: channel, identity: identity, rules: rules, expiresAt: expiresAt,
                                 runtime: runtime, sockets: sockets, logger: logger)
                 }
             }
@@ -132,7 +132,7 @@ public enum HTTPFrontend {
         return (app, DrainService(link: link, sockets: sockets))
     }
 
-    static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, identity: ClientIdentity,
+    static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, identity: ClientIdentity,
                       rules: AccessRules, expiresAt: Date?, runtime: BridgeRuntime, sockets: OpenSockets,
                       logger: Logger) async {
         var logger = logger
@@ -140,7 +140,7 @@ public enum HTTPFrontend {
         logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
         runtime.metrics.connectionOpened(.ws)
         defer { runtime.metrics.connectionClosed(.ws) }
-        let output = WebSocketOutput(limit: runtime.limits.outboundBufferBytes)
+        let output = WebSocketOutput(channel: channel, limit: runtime.limits.outboundBufferBytes)
         sockets.add(output)
         defer { sockets.remove(output) }
         let session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: rules,

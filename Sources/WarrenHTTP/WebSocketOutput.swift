@@ -1,58 +1,73 @@
+import Atomics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 import WarrenCore
 import WSCore
 
-/// A session's outbound side on a WebSocket: a bounded byte budget in front of
-/// the socket's writer. Frames past the budget are refused (the session then
-/// closes the socket with 4008), so a client that stops reading costs at most
-/// `limit` bytes.
-final class WebSocketOutput: SessionOutput {
-    private let continuation: AsyncStream<ByteBuffer>.Continuation
-    private let stream: AsyncStream<ByteBuffer>
-    private let limit: Int
-    private let state = NIOLockedValueBox<(queued: Int, close: (UInt16, String)?)>((0, nil))
+/// A session's outbound side on a WebSocket.
+///
+/// Frames are written straight into the socket's NIO channel (through a ``FrameOutbox``, so a
+/// burst of deliveries costs one event-loop hop and one flush per socket, not one per frame),
+/// bypassing the async writer hummingbird-websocket hands the handler. The bound is the
+/// channel's write-buffer high-water mark, set to `limit`: once more than that is waiting
+/// for a client that does not read, `send` refuses and the session closes the socket with
+/// 4008, so a stalled client costs at most about `limit` bytes (plus one tick's frames).
+final class WebSocketOutput: SessionOutput, @unchecked Sendable {
+    let channel: any Channel
+    private let closeRequest = NIOLockedValueBox<(code: UInt16, reason: String)?>(nil)
+    /// Set with the close request; read on every send (an atomic load, not a lock).
+    private let closing = ManagedAtomic(false)
+    private let closeSignal: AsyncStream<Void>
+    private let closeContinuation: AsyncStream<Void>.Continuation
+    /// Whether frames were written since the last flush; touched only on `channel.eventLoop`.
+    private var needsFlush = false
 
-    init(limit: Int) {
-        self.limit = limit
-        (stream, continuation) = AsyncStream<ByteBuffer>.makeStream()
+    init(channel: any Channel, limit: Int) {
+        self.channel = channel
+        (closeSignal, closeContinuation) = AsyncStream<Void>.makeStream()
+        channel.setOption(ChannelOptions.writeBufferWaterMark,
+                          value: .init(low: max(1, limit / 2), high: max(2, limit))).whenFailure { _ in }
     }
 
     func send(_ frame: ByteBuffer) -> Bool {
-        let accepted = state.withLockedValue { s -> Bool in
-            guard s.close == nil, s.queued + frame.readableBytes <= limit else { return false }
-            s.queued += frame.readableBytes
-            return true
-        }
-        if accepted { continuation.yield(frame) }
-        return accepted
+        guard channel.isWritable, !closing.load(ordering: .relaxed) else { return false }
+        FrameOutbox.enqueue(frame, for: self)
+        return true
+    }
+
+    /// Writes a frame without flushing; true when this is the first since the last flush.
+    /// On `channel.eventLoop` only.
+    func writeOnLoop(_ frame: ByteBuffer) -> Bool {
+        channel.write(WebSocketFrame(fin: true, opcode: .text, data: frame), promise: nil)
+        defer { needsFlush = true }
+        return !needsFlush
+    }
+
+    /// On `channel.eventLoop` only.
+    func flushOnLoop() {
+        needsFlush = false
+        channel.flush()
     }
 
     func close(code: UInt16, reason: String) {
-        let first = state.withLockedValue { s -> Bool in
-            guard s.close == nil else { return false }
-            s.close = (code, reason)
+        let first = closeRequest.withLockedValue { request -> Bool in
+            guard request == nil else { return false }
+            request = (code, reason)
             return true
         }
-        if first { continuation.finish() }
+        closing.store(true, ordering: .relaxed)
+        if first { closeContinuation.finish() }
     }
 
-    /// Writes queued frames until closed; then sends the close frame with the requested code.
+    /// Waits until the session asks for a close, then sends the close frame with its code.
     func run(_ outbound: WebSocketOutboundWriter) async {
-        for await frame in stream {
-            do {
-                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: frame)))
-            } catch {
-                break
-            }
-            state.withLockedValue { $0.queued -= frame.readableBytes }
-        }
-        if let (code, reason) = state.withLockedValue({ $0.close }) {
+        for await _ in closeSignal {}
+        if let (code, reason) = closeRequest.withLockedValue({ $0 }) {
             try? await outbound.close(code == 1000 ? .normalClosure : .unknown(code), reason: reason)
         }
     }
 
     /// Ends the writer without a close frame (the socket is already going).
-    func finish() { continuation.finish() }
+    func finish() { closeContinuation.finish() }
 }

@@ -99,7 +99,11 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     @discardableResult
     private func send(_ bytes: [UInt8], route: String? = nil) -> Bool {
-        guard !output.send(ByteBuffer(bytes: bytes)) else { return true }
+        send(buffer: ByteBuffer(bytes: bytes), route: route)
+    }
+
+    private func send(buffer: ByteBuffer, route: String?) -> Bool {
+        guard !output.send(buffer) else { return true }
         let first = state.withLockedValue { s -> Bool in
             defer { s.slowConsumer = true }
             return !s.slowConsumer
@@ -227,9 +231,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     // MARK: deliveries
 
-    public func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64) {
-        let frame = ServerFrame.message(sub: subscriptionID, envelope: envelope.readableBytesView, redelivered: false)
-        if send(frame, route: routeKey.value) { delivered(routeKey.value, bytes: frame.count, acceptedAt: acceptedAt) }
+    public func deliverLive(frame: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64) {
+        if send(buffer: frame, route: routeKey.value) { delivered(routeKey.value, bytes: frame.readableBytes, acceptedAt: acceptedAt) }
     }
 
     private func delivered(_ route: String, bytes: Int, acceptedAt: Int64) {

@@ -11,8 +11,9 @@ public struct LiveSubscriber: Hashable, Sendable {
 
 /// Receives live deliveries for one session.
 public protocol LiveReceiver: AnyObject, Sendable {
-    /// Called on the AMQP event loop with the envelope's encoded bytes, once per matching subscription.
-    func deliverLive(subscriptionID: String, envelope: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64)
+    /// Called on the AMQP event loop, once per matching subscription, with the whole `msg`
+    /// frame: built once per message and subscription id and shared by every socket it goes to.
+    func deliverLive(frame: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64)
 }
 
 /// The node's live fan-out (DESIGN §3, `live`).
@@ -106,8 +107,19 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         let targets: [(LiveSubscriber, any LiveReceiver)] = receivers.withLockedValue { r in
             matched.compactMap { s in r[s.session].map { (s, $0) } }
         }
+        // One frame per distinct subscription id (clients mostly use the same few ids), so the
+        // same bytes go to every socket: no per-socket encoding or copy.
+        var frames: [(id: String, frame: ByteBuffer)] = []
         for (subscriber, receiver) in targets {
-            receiver.deliverLive(subscriptionID: subscriber.subscriptionID, envelope: envelope, routeKey: key, acceptedAt: accepted)
+            let frame: ByteBuffer
+            if let built = frames.first(where: { $0.id == subscriber.subscriptionID }) {
+                frame = built.frame
+            } else {
+                frame = ByteBuffer(bytes: ServerFrame.message(sub: subscriber.subscriptionID, envelope: envelope.readableBytesView,
+                                                              redelivered: false))
+                frames.append((subscriber.subscriptionID, frame))
+            }
+            receiver.deliverLive(frame: frame, routeKey: key, acceptedAt: accepted)
         }
     }
 

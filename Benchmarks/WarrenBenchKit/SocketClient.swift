@@ -1,0 +1,244 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+
+/// What a benchmark WebSocket speaks once upgraded.
+public enum SocketDialect: Sendable {
+    /// Warren (DESIGN §4): one `sub` of `pattern` in `live` or `inbox` mode; inbox deliveries are acked.
+    case warren(pattern: String, inbox: Bool)
+    /// STOMP 1.2 over RabbitMQ Web-STOMP: CONNECT, then one SUBSCRIBE of `destination` with a receipt.
+    case stomp(destination: String)
+    /// Connect only (Warren: the upgrade; STOMP: CONNECT), for the idle scenario.
+    case idleWarren
+    case idleStomp
+}
+
+/// Opens benchmark WebSockets over loopback and hands their frames to a ``Recorder``.
+public enum SocketClient {
+    /// Connects, upgrades and subscribes; the future completes once the subscription is in
+    /// effect (Warren's `subscribed`, Web-STOMP's RECEIPT), and carries the channel.
+    public static func open(
+        group: any EventLoopGroup, port: Int, path: String, dialect: SocketDialect,
+        index: Int, recorder: Recorder
+    ) -> EventLoopFuture<any Channel> {
+        let loop = recorder.loop
+        let ready = loop.makePromise(of: Void.self)
+        let connect = ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    var headers = HTTPHeaders()
+                    headers.add(name: "Host", value: "127.0.0.1:\(port)")
+                    headers.add(name: "Content-Length", value: "0")
+                    switch dialect {
+                    case .stomp, .idleStomp: headers.add(name: "Sec-WebSocket-Protocol", value: "v12.stomp")
+                    default: break
+                    }
+                    let request = UpgradeRequestHandler(
+                        head: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers), ready: ready)
+                    let upgrader = NIOWebSocketClientUpgrader(
+                        maxFrameSize: 1 << 20,
+                        upgradePipelineHandler: { channel, _ in
+                            channel.eventLoop.makeCompletedFuture {
+                                // The request handler is not one of the HTTP handlers the upgrade removes.
+                                channel.pipeline.syncOperations.removeHandler(request, promise: nil)
+                                try channel.pipeline.syncOperations.addHandler(
+                                    BenchSocketHandler(index: index, dialect: dialect, recorder: recorder, ready: ready))
+                            }
+                        })
+                    let config: NIOHTTPClientUpgradeSendableConfiguration = (
+                        upgraders: [upgrader],
+                        completionHandler: { _ in }
+                    )
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers(withClientUpgrade: config)
+                    try channel.pipeline.syncOperations.addHandler(request)
+                }
+            }
+            .connect(host: "127.0.0.1", port: port)
+        connect.whenFailure { ready.fail($0) }
+        return connect.flatMap { channel in
+            channel.closeFuture.whenComplete { _ in ready.fail(BenchError.closed("socket \(index) closed before it was ready")) }
+            return ready.futureResult.map { channel }
+        }
+    }
+}
+
+extension SocketClient {
+    /// A client ping (masked, as RFC 6455 requires of clients): keeps Web-STOMP, which closes a
+    /// socket after 60 s with nothing from the client, and Warren's idle timer satisfied.
+    public static func ping(_ channel: any Channel) {
+        let frame = WebSocketFrame(fin: true, opcode: .ping, maskKey: .random(), data: ByteBuffer())
+        channel.writeAndFlush(frame, promise: nil)
+    }
+}
+
+/// Sends the upgrade request once connected; a non-101 answer fails the socket.
+final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+    let head: HTTPRequestHead
+    let ready: EventLoopPromise<Void>
+
+    init(head: HTTPRequestHead, ready: EventLoopPromise<Void>) {
+        self.head = head
+        self.ready = ready
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Only reached when the server did not upgrade.
+        if case .head(let response) = unwrapInboundIn(data) {
+            ready.fail(BenchError.refused("upgrade answered \(response.status.code)"))
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// One benchmark socket after the upgrade: subscribes, then records every delivery.
+final class BenchSocketHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    let index: Int
+    let dialect: SocketDialect
+    let recorder: Recorder
+    let ready: EventLoopPromise<Void>
+    private var isReady = false
+    private var fragments: ByteBuffer?
+    /// Inbox deliveries read in this batch, acked together at the end of the read.
+    private var pendingAcks: [String] = []
+
+    init(index: Int, dialect: SocketDialect, recorder: Recorder, ready: EventLoopPromise<Void>) {
+        self.index = index
+        self.dialect = dialect
+        self.recorder = recorder
+        self.ready = ready
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        switch dialect {
+        case .warren(let pattern, let inbox):
+            send(context, #"{"op":"sub","id":"s","pattern":"\#(pattern)","mode":"\#(inbox ? "inbox" : "live")"}"#)
+        case .stomp, .idleStomp:
+            send(context, "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0")
+        case .idleWarren:
+            markReady()
+        }
+        context.flush()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary, .continuation:
+            if !frame.fin || fragments != nil {
+                var data = frame.unmaskedData
+                if fragments == nil { fragments = data } else { fragments!.writeBuffer(&data) }
+                guard frame.fin, let whole = fragments else { return }
+                fragments = nil
+                handle(context, whole)
+            } else {
+                handle(context, frame.data)
+            }
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            context.write(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if !pendingAcks.isEmpty {
+            var text = #"{"op":"ack","ids":["#
+            for (i, id) in pendingAcks.enumerated() {
+                if i > 0 { text += "," }
+                text += "\"" + id + "\""
+            }
+            text += "]}"
+            pendingAcks.removeAll(keepingCapacity: true)
+            send(context, text)
+        }
+        context.flush()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !isReady { ready.fail(BenchError.closed("socket \(index) closed during set-up")) }
+    }
+
+    private func markReady() {
+        guard !isReady else { return }
+        isReady = true
+        ready.succeed(())
+    }
+
+    private func handle(_ context: ChannelHandlerContext, _ data: ByteBuffer) {
+        let now = BenchClock.now()
+        data.withUnsafeReadableBytes { bytes in
+            switch dialect {
+            case .warren(_, let inbox):
+                switch WarrenFrame.scan(bytes, wantID: inbox) {
+                case .message(let stamp, let id):
+                    recorder.record(client: index, stamp: stamp, now: now)
+                    if let id { pendingAcks.append(id) }
+                case .subscribed: markReady()
+                case .error(let text):
+                    if isReady { recorder.error(text) } else { ready.fail(BenchError.refused(text)) }
+                case .other: break
+                }
+            case .idleWarren:
+                break
+            case .stomp, .idleStomp:
+                StompScan.frames(bytes) { command, body in
+                    switch command {
+                    case .message:
+                        recorder.record(client: index, stamp: Stamp.parse(bytes, from: body.lowerBound), now: now)
+                    case .connected:
+                        if case .stomp(let destination) = dialect {
+                            send(context, "SUBSCRIBE\nid:s\ndestination:\(destination)\nack:auto\nreceipt:r\n\n\0")
+                        } else {
+                            markReady()
+                        }
+                    case .receipt: markReady()
+                    case .error:
+                        let text = String(decoding: bytes, as: UTF8.self)
+                        if isReady { recorder.error(text) } else { ready.fail(BenchError.refused(text)) }
+                    case .other: break
+                    }
+                }
+            }
+        }
+    }
+
+    private func send(_ context: ChannelHandlerContext, _ text: String) {
+        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(),
+                                   data: context.channel.allocator.buffer(string: text))
+        context.write(wrapOutboundOut(frame), promise: nil)
+    }
+}
+
+/// Why a benchmark client could not be set up.
+public enum BenchError: Error, CustomStringConvertible {
+    case refused(String)
+    case closed(String)
+    case broker(String)
+    case warren(String)
+
+    public var description: String {
+        switch self {
+        case .refused(let s): "refused: \(s)"
+        case .closed(let s): "closed: \(s)"
+        case .broker(let s): "broker: \(s)"
+        case .warren(let s): "warren: \(s)"
+        }
+    }
+}

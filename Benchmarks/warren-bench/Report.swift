@@ -1,0 +1,127 @@
+import Foundation
+import WarrenBenchKit
+
+/// The bench's output: a table for people, JSON for tools, and the issue's goals checked
+/// against medians over rounds.
+struct Report {
+    let results: [RunResult]
+    let options: BenchOptions
+
+    static func line(_ r: RunResult) -> String {
+        var s = String(format: "connect %.0f/s", r.connectionsPerSecond)
+        if r.messages > 0 {
+            s += String(format: ", %.0f deliveries/s, p50 %.2f ms, p99 %.2f ms, max %.2f ms, lost %d, dup %d",
+                        r.deliveriesPerSecond, r.latencyP50Ms, r.latencyP99Ms, r.latencyMaxMs, r.lost, r.duplicates)
+            s += ", CPU µs/delivery warren \(f(r.warrenCPUMicrosPerDelivery)) broker \(f(r.brokerCPUMicrosPerDelivery)) bench \(f(r.benchCPUMicrosPerDelivery))"
+        } else {
+            s += ", RSS/conn warren \(kb(r.warrenRSSPerConnection)) broker \(kb(r.brokerRSSPerConnection))"
+            s += ", idle CPU warren \(f(r.warrenIdleCPU, 3)) broker \(f(r.brokerIdleCPU, 3))"
+        }
+        if !r.errors.isEmpty { s += ", errors: \(r.errors.prefix(2))" }
+        return s
+    }
+
+    static func f(_ v: Double?, _ digits: Int = 1) -> String {
+        v.map { String(format: "%.\(digits)f", $0) } ?? "-"
+    }
+
+    static func kb(_ v: Double?) -> String {
+        v.map { String(format: "%.1f KB", $0 / 1000) } ?? "-"
+    }
+
+    static func mib(_ s: ProcessSample?) -> String {
+        s.map { String(format: "%.0f", Double($0.rssBytes) / 1_048_576) } ?? "-"
+    }
+
+    /// The median of a value over the rounds of one scenario/size/target.
+    func median(_ scenario: String, _ target: Target, clients: Int? = nil, _ value: (RunResult) -> Double?) -> Double? {
+        let values = results.filter { $0.scenario == scenario && $0.target == target.rawValue && (clients == nil || $0.clients == clients) }
+            .compactMap(value).sorted()
+        return values.isEmpty ? nil : values[values.count / 2]
+    }
+
+    func table() -> String {
+        var out = "\n## Message scenarios\n\n"
+        out += "| scenario | target | clients × msgs | conn/s | deliveries/s | p50 ms | p99 ms | max ms | lost | dup | CPU µs/delivery warren · broker · bench | RSS MiB warren (before/during/after) | RSS MiB broker (before/during/after) |\n"
+        out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        for r in results where r.messages > 0 {
+            out += "| \(r.scenario) | \(r.target) | \(r.clients) × \(r.messages) | \(Int(r.connectionsPerSecond)) | \(Int(r.deliveriesPerSecond)) | "
+            out += String(format: "%.2f | %.2f | %.2f | ", r.latencyP50Ms, r.latencyP99Ms, r.latencyMaxMs)
+            out += "\(r.lost) | \(r.duplicates) | \(Self.f(r.warrenCPUMicrosPerDelivery)) · \(Self.f(r.brokerCPUMicrosPerDelivery)) · \(Self.f(r.benchCPUMicrosPerDelivery)) | "
+            out += "\(Self.mib(r.before.warren))/\(Self.mib(r.during.warren))/\(Self.mib(r.after.warren)) | "
+            out += "\(Self.mib(r.before.broker))/\(Self.mib(r.during.broker))/\(Self.mib(r.after.broker)) |\n"
+        }
+        let idle = results.filter { $0.messages == 0 }
+        if !idle.isEmpty {
+            out += "\n## Idle sockets\n\n| target | sockets | conn/s | RSS/socket warren | RSS/socket broker | idle CPU warren | idle CPU broker | RSS MiB warren (before/during/after) | RSS MiB broker (before/during/after) |\n"
+            out += "|---|---|---|---|---|---|---|---|---|\n"
+            for r in idle {
+                out += "| \(r.target) | \(r.clients) | \(Int(r.connectionsPerSecond)) | \(Self.kb(r.warrenRSSPerConnection)) | \(Self.kb(r.brokerRSSPerConnection)) | "
+                out += "\(Self.f(r.warrenIdleCPU, 4)) | \(Self.f(r.brokerIdleCPU, 4)) | "
+                out += "\(Self.mib(r.before.warren))/\(Self.mib(r.during.warren))/\(Self.mib(r.after.warren)) | "
+                out += "\(Self.mib(r.before.broker))/\(Self.mib(r.during.broker))/\(Self.mib(r.after.broker)) |\n"
+            }
+        }
+        out += "\n## Goals (medians over rounds)\n\n"
+        for goal in goals() { out += "- \(goal)\n" }
+        return out
+    }
+
+    func goals() -> [String] {
+        var g: [String] = []
+        func verdict(_ ok: Bool) -> String { ok ? "MET" : "MISSED" }
+        let rate = { (r: RunResult) -> Double? in r.deliveriesPerSecond }
+        let p99 = { (r: RunResult) -> Double? in r.latencyP99Ms }
+        let lost = { (r: RunResult) -> Double? in Double(r.lost) }
+        if let w = median("room", .warrenWS, rate), let s = median("room", .stomp, rate),
+           let wp = median("room", .warrenWS, p99), let sp = median("room", .stomp, p99) {
+            let l = median("room", .warrenWS, lost) ?? -1
+            g.append(String(format: "room: Warren/Web-STOMP deliveries/s = %.2f× (goal ≥ 5×), p99 %.2f vs %.2f ms = %.2f× (goal ≤ 0.5×), Warren lost %.0f — %@",
+                            w / s, wp, sp, wp / sp, l, verdict(w / s >= 5 && wp <= sp / 2 && l == 0)))
+            if let a = median("room", .amqp, rate) { g.append(String(format: "room: Warren/plain AMQP deliveries/s = %.2f×", w / a)) }
+        }
+        if let wp = median("room-paced", .warrenWS, p99), let ap = median("room-paced", .amqp, p99) {
+            let sp = median("room-paced", .stomp, p99)
+            g.append(String(format: "room-paced: Warren p99 %.2f ms vs plain AMQP %.2f ms + 1 ms (Web-STOMP %@ ms) — %@",
+                            wp, ap, Self.f(sp, 2), verdict(wp <= ap + 1)))
+        }
+        for target in [Target.warrenWS, .warrenInbox] {
+            if let w = median("inbox", target, rate), let a = median("inbox", .amqp, rate),
+               let wp = median("inbox", target, p99), let sp = median("inbox", .stomp, p99) {
+                let l = median("inbox", target, lost) ?? -1
+                let s = median("inbox", .stomp, rate) ?? 0
+                g.append(String(format: "inbox (%@): Warren/plain AMQP deliveries/s = %.2f× (goal ≥ 1.0×; vs Web-STOMP %.2f×), p99 %.2f vs Web-STOMP %.2f ms, lost %.0f — %@",
+                                target.rawValue, w / a, s > 0 ? w / s : 0, wp, sp, l, verdict(w / a >= 1 && wp <= sp && l == 0)))
+            }
+        }
+        let sizes = Set(results.filter { $0.scenario == "idle" }.map(\.clients)).sorted()
+        for n in sizes {
+            if let w = median("idle", .warrenWS, clients: n, { r in
+                   (r.warrenRSSPerConnection ?? 0) + max(0, r.brokerRSSPerConnection ?? 0) }),
+               let s = median("idle", .stomp, clients: n, { $0.brokerRSSPerConnection }), s > 0 {
+                g.append(String(format: "idle %d: Warren + broker %.1f KB per socket vs Web-STOMP %.1f KB = %.3f× (goal ≤ 0.25× at 10,000) — %@",
+                                n, w / 1000, s / 1000, w / s, verdict(w / s <= 0.25)))
+            }
+        }
+        if let l = median("poll", .warrenPoll, lost), let p = median("poll", .warrenPoll, p99) {
+            g.append(String(format: "poll: %d long-pollers lost %.0f, p99 %.1f ms (goal: 0 lost, p99 < 1000 ms) — %@",
+                            options.pollClients, l, p, verdict(l == 0 && p < 1000)))
+        }
+        return g
+    }
+
+    func json() throws -> Data {
+        struct Document: Encodable {
+            var date: String
+            var machine: String
+            var results: [RunResult]
+            var goals: [String]
+        }
+        let doc = Document(date: ISO8601DateFormatter().string(from: Date()),
+                           machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB",
+                           results: results, goals: goals())
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(doc)
+    }
+}

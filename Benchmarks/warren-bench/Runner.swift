@@ -1,0 +1,291 @@
+import AMQPClient
+import Foundation
+import NIOCore
+import NIOPosix
+import WarrenBenchKit
+
+/// Who is measured.
+enum Target: String, CaseIterable, Codable {
+    /// Warren, WebSocket clients with live subscriptions.
+    case warrenWS = "warren-ws"
+    /// Warren, WebSocket clients with inbox subscriptions (acked).
+    case warrenInbox = "warren-inbox"
+    /// Warren, HTTP long-polling clients.
+    case warrenPoll = "warren-poll"
+    /// RabbitMQ's Web-STOMP plugin on the same broker.
+    case stomp = "web-stomp"
+    /// Plain AMQP consumers, one connection each.
+    case amqp = "amqp"
+
+    var usesWarren: Bool { self == .warrenWS || self == .warrenInbox || self == .warrenPoll }
+}
+
+/// What one target run is asked to do.
+struct RunPlan: Sendable {
+    var scenario: String
+    var target: Target
+    var clients: Int
+    /// The routing key of each message, in publish order (empty: no messages, an idle run).
+    var keys: [String]
+    /// Deliveries expected in all.
+    var expected: Int
+    /// Client `i`'s subscription pattern.
+    var pattern: @Sendable (Int) -> String
+    /// Paced publishing (messages per second), else a window of outstanding confirms.
+    var rate: Int?
+    /// Idle runs: how long to hold the sockets open.
+    var idleSeconds: Int = 0
+    /// Idle runs: connect only, no subscription.
+    var connectOnly = false
+}
+
+/// A sample of the three processes at one moment.
+struct Snapshot: Codable {
+    var warren: ProcessSample?
+    var broker: ProcessSample?
+    var bench: ProcessSample?
+}
+
+/// One row of the report.
+struct RunResult: Codable {
+    var scenario: String
+    var target: String
+    var round: Int
+    var clients: Int
+    var messages: Int
+    var connectSeconds: Double
+    var connectionsPerSecond: Double
+    var expected: Int
+    var delivered: Int
+    var lost: Int
+    var duplicates: Int
+    var unexpected: Int
+    var errors: [String]
+    var deliveriesPerSecond: Double
+    var publishFailures: Int
+    var latencyP50Ms: Double
+    var latencyP99Ms: Double
+    var latencyMaxMs: Double
+    var before: Snapshot
+    var connected: Snapshot
+    var during: Snapshot
+    var after: Snapshot
+    /// CPU microseconds per delivery during the message phase.
+    var warrenCPUMicrosPerDelivery: Double?
+    var brokerCPUMicrosPerDelivery: Double?
+    var benchCPUMicrosPerDelivery: Double?
+    /// Idle runs: RSS growth per connection (bytes) and CPU at rest (CPU-seconds per second).
+    var warrenRSSPerConnection: Double?
+    var brokerRSSPerConnection: Double?
+    var warrenIdleCPU: Double?
+    var brokerIdleCPU: Double?
+}
+
+/// Runs plans against targets on two event loops: one for every client (so the recorder needs
+/// no lock), one for the publisher. Driven by one task at a time (runs never overlap).
+final class Runner: @unchecked Sendable {
+    let options: BenchOptions
+    let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let publisherGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let broker: ProcessProbe
+    var publisher: BenchPublisher!
+
+    init(options: BenchOptions) throws {
+        self.options = options
+        guard let broker = ProcessProbe.broker() else { throw BenchError.broker("no RabbitMQ (beam.smp) process found") }
+        self.broker = broker
+    }
+
+    func start() async throws {
+        publisher = try await BenchPublisher.open(url: options.amqpURL, exchange: options.exchange, loop: publisherGroup.next())
+    }
+
+    func shutdown() async {
+        await publisher?.close()
+        try? await clientGroup.shutdownGracefully()
+        try? await publisherGroup.shutdownGracefully()
+    }
+
+    func snapshot(_ warren: WarrenProcess?) -> Snapshot {
+        Snapshot(warren: warren?.probe.sample(), broker: broker.sample(), bench: ProcessProbe.current.sample())
+    }
+
+    /// Waits until the broker's CPU use falls under 5 % for two seconds in a row (after
+    /// thousands of connections close it works for tens of seconds), at most `limit` seconds.
+    func waitForQuietBroker(limit: Int) {
+        var calm = 0
+        var last = broker.sample()?.cpuSeconds ?? 0
+        for _ in 0..<limit {
+            Thread.sleep(forTimeInterval: 1)
+            let now = broker.sample()?.cpuSeconds ?? 0
+            calm = now - last < 0.05 ? calm + 1 : 0
+            last = now
+            if calm >= 2 { return }
+        }
+    }
+
+    func run(_ plan: RunPlan, round: Int) async throws -> RunResult {
+        waitForQuietBroker(limit: options.quietSeconds)
+        let messages = plan.keys.count
+        let loop = clientGroup.next()
+        let recorder = Recorder(loop: loop, clients: plan.clients, messages: max(messages, 1), expected: plan.expected)
+        var warren: WarrenProcess?
+        if plan.target.usesWarren {
+            warren = try WarrenProcess(binary: options.warrenBinary, config: options.config, port: options.warrenPort,
+                                       amqpURL: options.amqpURL, exchange: options.exchange,
+                                       log: "/tmp/warren-bench-warren.log")
+        }
+        defer { warren?.stop() }
+        if plan.target == .warrenInbox { await deleteInboxes(plan.clients) }
+
+        let before = snapshot(warren)
+        let connectStart = BenchClock.now()
+        let clients = try await connect(plan, recorder: recorder)
+        let connectSeconds = Double(BenchClock.now() - connectStart) / 1e9
+        let connected = snapshot(warren)
+
+        var outcome: BenchPublisher.Outcome?
+        var during = connected
+        var pinger: RepeatedTask?
+        if !plan.keys.isEmpty {
+            outcome = try await publisher.run(keys: plan.keys, window: options.window, rate: plan.rate).get()
+            await waitForDeliveries(recorder)
+            during = snapshot(warren)
+        } else {
+            let sockets = clients.sockets
+            pinger = loop.scheduleRepeatedTask(initialDelay: .seconds(10), delay: .seconds(10)) { _ in
+                for channel in sockets { SocketClient.ping(channel) }
+            }
+            try await Task.sleep(for: .seconds(plan.idleSeconds))
+            during = snapshot(warren)
+        }
+        pinger?.cancel()
+
+        await clients.close()
+        let after = snapshot(warren)
+        if plan.target == .warrenInbox { await deleteInboxes(plan.clients) }
+
+        let (o, d) = (outcome, during)
+        return try await loop.submit {
+            self.result(plan, round: round, recorder: recorder, outcome: o, connectSeconds: connectSeconds,
+                        before: before, connected: connected, during: d, after: after)
+        }.get()
+    }
+
+    // MARK: clients
+
+    struct Clients: Sendable {
+        var sockets: [any Channel] = []
+        var consumers: [PlainConsumer] = []
+
+        func close() async {
+            for channel in sockets { channel.close(promise: nil) }
+            for channel in sockets { try? await channel.closeFuture.get() }
+            for consumer in consumers { await consumer.connection.close() }
+        }
+    }
+
+    /// Sets up every client, `options.lanes` at a time.
+    func connect(_ plan: RunPlan, recorder: Recorder) async throws -> Clients {
+        let lanes = max(1, min(options.lanes, plan.clients))
+        return try await withThrowingTaskGroup(of: Clients.self) { group in
+            for lane in 0..<lanes {
+                group.addTask { [self] in
+                    var mine = Clients()
+                    var i = lane
+                    while i < plan.clients {
+                        try await open(plan, index: i, recorder: recorder, into: &mine)
+                        i += lanes
+                    }
+                    return mine
+                }
+            }
+            var all = Clients()
+            for try await part in group {
+                all.sockets += part.sockets
+                all.consumers += part.consumers
+            }
+            return all
+        }
+    }
+
+    func open(_ plan: RunPlan, index: Int, recorder: Recorder, into clients: inout Clients) async throws {
+        let pattern = plan.pattern(index)
+        switch plan.target {
+        case .warrenWS, .warrenInbox:
+            let inbox = plan.target == .warrenInbox
+            let user = "b\(index)"
+            let dialect: SocketDialect = plan.connectOnly ? .idleWarren : .warren(pattern: pattern, inbox: inbox)
+            let path = "/v1/ws?user=\(user)" + (inbox ? "&device=bench" : "")
+            clients.sockets.append(try await SocketClient.open(group: clientGroup, port: options.warrenPort, path: path,
+                                                               dialect: dialect, index: index, recorder: recorder).get())
+        case .stomp:
+            let dialect: SocketDialect = plan.connectOnly ? .idleStomp : .stomp(destination: "/exchange/\(options.exchange)/\(pattern)")
+            clients.sockets.append(try await SocketClient.open(group: clientGroup, port: options.stompPort, path: "/ws",
+                                                               dialect: dialect, index: index, recorder: recorder).get())
+        case .warrenPoll:
+            clients.sockets.append(try await PollClient.open(group: clientGroup, port: options.warrenPort, user: "b\(index)",
+                                                             pattern: pattern, wait: 25, index: index, recorder: recorder).get())
+        case .amqp:
+            clients.consumers.append(try await PlainConsumer.open(url: options.amqpURL, exchange: options.exchange,
+                                                                  pattern: pattern, index: index, recorder: recorder))
+        }
+    }
+
+    /// Waits for every expected delivery, or until nothing new arrived for `options.stallSeconds`.
+    func waitForDeliveries(_ recorder: Recorder) async {
+        let loop = recorder.loop
+        var lastCount = -1
+        var stalled = 0
+        while stalled < options.stallSeconds * 10 {
+            let (finished, count) = (try? await loop.submit { (recorder.unique >= recorder.expected, recorder.unique) }.get()) ?? (true, 0)
+            if finished { break }
+            if count == lastCount { stalled += 1 } else { stalled = 0; lastCount = count }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Warren's inbox queues of the bench users (durable: they would outlive the run).
+    func deleteInboxes(_ count: Int) async {
+        for i in 0..<count {
+            _ = try? await publisher.deleteQueue("warren.inbox.b\(i).bench")
+        }
+    }
+
+    // MARK: result
+
+    func result(_ plan: RunPlan, round: Int, recorder: Recorder, outcome: BenchPublisher.Outcome?, connectSeconds: Double,
+                before: Snapshot, connected: Snapshot, during: Snapshot, after: Snapshot) -> RunResult {
+        let h = recorder.latency
+        let ms = { (v: UInt64) in h.totalCount == 0 ? 0 : Double(v) / 1000 }
+        var r = RunResult(
+            scenario: plan.scenario, target: plan.target.rawValue, round: round, clients: plan.clients,
+            messages: plan.keys.count, connectSeconds: connectSeconds,
+            connectionsPerSecond: connectSeconds > 0 ? Double(plan.clients) / connectSeconds : 0,
+            expected: plan.expected, delivered: recorder.unique, lost: max(0, plan.expected - recorder.unique),
+            duplicates: recorder.duplicates, unexpected: recorder.unexpected, errors: recorder.errors,
+            deliveriesPerSecond: 0, publishFailures: outcome?.failed ?? 0,
+            latencyP50Ms: ms(h.valueAtPercentile(50)), latencyP99Ms: ms(h.valueAtPercentile(99)), latencyMaxMs: ms(h.max),
+            before: before, connected: connected, during: during, after: after)
+        if let outcome, recorder.lastDelivery > outcome.started {
+            r.deliveriesPerSecond = Double(recorder.unique) / (Double(recorder.lastDelivery - outcome.started) / 1e9)
+        }
+        let cpu = { (a: ProcessSample?, b: ProcessSample?) -> Double? in
+            guard let a, let b, recorder.unique > 0 else { return nil }
+            return (b.cpuSeconds - a.cpuSeconds) / Double(recorder.unique) * 1e6
+        }
+        if outcome != nil {
+            r.warrenCPUMicrosPerDelivery = cpu(connected.warren, during.warren)
+            r.brokerCPUMicrosPerDelivery = cpu(connected.broker, during.broker)
+            r.benchCPUMicrosPerDelivery = cpu(connected.bench, during.bench)
+        } else if plan.clients > 0 {
+            let n = Double(plan.clients)
+            if let a = before.warren, let b = during.warren { r.warrenRSSPerConnection = Double(b.rssBytes - a.rssBytes) / n }
+            if let a = before.broker, let b = during.broker { r.brokerRSSPerConnection = Double(b.rssBytes - a.rssBytes) / n }
+            let seconds = Double(max(plan.idleSeconds, 1))
+            if let a = connected.warren, let b = during.warren { r.warrenIdleCPU = (b.cpuSeconds - a.cpuSeconds) / seconds }
+            if let a = connected.broker, let b = during.broker { r.brokerIdleCPU = (b.cpuSeconds - a.cpuSeconds) / seconds }
+        }
+        return r
+    }
+}

@@ -1,0 +1,168 @@
+import ArgumentParser
+import Foundation
+import WarrenBenchKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The bench's settings (every one a command-line option).
+struct BenchOptions: ParsableArguments {
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, idle, poll.")
+    var scenarios = "room,room-paced,inbox,idle,poll"
+    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp); default: each scenario's own set.")
+    var targets = ""
+    @Option(help: "Rounds: every scenario runs its targets this many times, alternating.")
+    var rounds = 1
+    @Option(help: "Where to write the JSON report.")
+    var json = "warren-bench.json"
+
+    @Option(help: "The Warren binary (build it with `swift build -c release`).")
+    var warrenBinary = ".build/release/warren"
+    @Option(help: "Warren's configuration file; the bench overrides listen, auth and limits through the environment.")
+    var config = "bridge.toml"
+    @Option(help: "The port the bench's Warren listens on.")
+    var warrenPort = 18080
+    @Option var amqpURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
+    @Option(help: "RabbitMQ Web-STOMP's port (path /ws).")
+    var stompPort = 15674
+    @Option var exchange = "chat"
+
+    @Option var roomClients = 100
+    @Option var roomMessages = 2000
+    @Option(help: "Messages per second in room-paced.")
+    var pacedRate = 100
+    @Option var pacedMessages = 1000
+    @Option var inboxUsers = 1000
+    @Option var inboxMessages = 20000
+    @Option(help: "Idle socket counts, comma-separated.")
+    var idleSockets = "1000,5000,10000"
+    @Option(help: "How long idle sockets are held (pings every 10 s).")
+    var idleSeconds = 20
+    @Option(help: "Idle sockets connect only (no subscription).")
+    var idleConnectOnly = false
+    @Option var pollClients = 500
+    @Option var pollMessages = 500
+    @Option(help: "Messages per second in poll.")
+    var pollRate = 50
+
+    @Option(help: "Publishes awaiting confirms at once (unpaced scenarios).")
+    var window = 256
+    @Option(help: "Clients set up concurrently.")
+    var lanes = 64
+    @Option(help: "A run ends when nothing new was delivered for this long.")
+    var stallSeconds = 10
+    @Option(help: "At most this long waiting for the broker to go quiet before each run.")
+    var quietSeconds = 60
+    @Option var seed: UInt64 = 7
+}
+
+@main
+struct WarrenBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "warren-bench",
+        abstract: "Measures Warren beside RabbitMQ Web-STOMP and plain AMQP on the same broker (BENCHMARKS.md).")
+
+    @OptionGroup var options: BenchOptions
+
+    func run() async throws {
+        raiseFileLimit()
+        let runner = try Runner(options: options)
+        try await runner.start()
+        var results: [RunResult] = []
+        let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
+        for scenario in options.scenarios.split(separator: ",").map(String.init) {
+            for plan in plans(scenario) {
+                for round in 1...max(1, options.rounds) {
+                    for target in plan.targets where only.isEmpty || only.contains(target) {
+                        var p = plan.plan
+                        p.target = target
+                        log("\(p.scenario) \(target.rawValue) round \(round): \(p.clients) clients, \(p.keys.count) messages")
+                        do {
+                            let r = try await runner.run(p, round: round)
+                            log("  " + Report.line(r))
+                            results.append(r)
+                        } catch {
+                            log("  failed: \(error)")
+                        }
+                    }
+                }
+            }
+        }
+        await runner.shutdown()
+        let report = Report(results: results, options: options)
+        print(report.table())
+        try report.json().write(to: URL(fileURLWithPath: options.json))
+        log("JSON written to \(options.json)")
+    }
+
+    /// The runs of one scenario, with the targets each is measured on.
+    func plans(_ scenario: String) -> [(plan: RunPlan, targets: [Target])] {
+        let o = options
+        switch scenario {
+        case "room", "room-paced":
+            let paced = scenario == "room-paced"
+            let m = paced ? o.pacedMessages : o.roomMessages
+            let plan = RunPlan(scenario: scenario, target: .warrenWS, clients: o.roomClients,
+                               keys: Array(repeating: "room.bench", count: m), expected: o.roomClients * m,
+                               pattern: { _ in "room.bench" }, rate: paced ? o.pacedRate : nil)
+            return [(plan, [.warrenWS, .stomp, .amqp])]
+        case "inbox":
+            var rng = SplitMix(seed: o.seed)
+            var keys: [String] = []
+            keys.reserveCapacity(o.inboxMessages)
+            for _ in 0..<o.inboxMessages {
+                var users: [Int] = []
+                while users.count < 3 {
+                    let u = Int(rng.next() % UInt64(o.inboxUsers))
+                    if !users.contains(u) { users.append(u) }
+                }
+                keys.append("dm." + users.map { "b\($0)" }.joined(separator: "."))
+            }
+            let plan = RunPlan(scenario: scenario, target: .warrenWS, clients: o.inboxUsers, keys: keys,
+                               expected: 3 * o.inboxMessages, pattern: { "#.b\($0).#" }, rate: nil)
+            return [(plan, [.warrenWS, .warrenInbox, .stomp, .amqp])]
+        case "idle":
+            return o.idleSockets.split(separator: ",").compactMap { Int($0) }.map { n in
+                var plan = RunPlan(scenario: "idle", target: .warrenWS, clients: n, keys: [], expected: 0,
+                                   pattern: { "#.b\($0).#" }, rate: nil)
+                plan.idleSeconds = o.idleSeconds
+                plan.connectOnly = o.idleConnectOnly
+                return (plan, [.warrenWS, .stomp])
+            }
+        case "poll":
+            let plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollClients,
+                               keys: Array(repeating: "room.bench", count: o.pollMessages),
+                               expected: o.pollClients * o.pollMessages, pattern: { _ in "room.bench" }, rate: o.pollRate)
+            return [(plan, [.warrenPoll])]
+        default:
+            log("unknown scenario \(scenario)")
+            return []
+        }
+    }
+
+    /// Thousands of sockets need more than the usual 1,024 descriptors (the Warren the bench
+    /// starts inherits the limit).
+    func raiseFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+func log(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// A small seeded generator, so every target gets the same message keys.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import WarrenBenchKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Warren node the bench starts for one target run and stops after it, so each run's
+/// memory starts from a fresh process.
+final class WarrenProcess {
+    let process = Process()
+    let port: Int
+
+    /// Starts `binary serve --config config` on `port` with the limits a load test needs
+    /// lifted (per-user connection cap, publish rate) and waits for `/readyz`.
+    init(binary: String, config: String, port: Int, amqpURL: String, exchange: String, log: String) throws {
+        self.port = port
+        guard Self.httpStatus(port: port, path: "/readyz") == nil else {
+            throw BenchError.warren("something already listens on 127.0.0.1:\(port) (a Warren left from an earlier run?)")
+        }
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--config", config]
+        var env = ProcessInfo.processInfo.environment
+        env["WARREN_HTTP_LISTEN"] = "127.0.0.1:\(port)"
+        env["WARREN_AMQP_URL"] = amqpURL
+        env["WARREN_AMQP_EXCHANGE"] = exchange
+        env["WARREN_AUTH_MODE"] = "none"
+        env["WARREN_HTTP_DEMO"] = "false"
+        env["WARREN_LOG_LEVEL"] = "warning"
+        env["WARREN_LIMITS_MAX_CONNECTIONS_PER_USER"] = "0"
+        env["WARREN_LIMITS_PUBLISH_RATE"] = "0"
+        process.environment = env
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = FileHandle(forWritingAtPath: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Self.httpStatus(port: port, path: "/readyz") != 200 {
+            guard process.isRunning else { throw BenchError.warren("exited at start; see \(log)") }
+            guard Date() < deadline else { throw BenchError.warren("not ready after 60 s; see \(log)") }
+            usleep(50_000)
+        }
+    }
+
+    var probe: ProcessProbe { ProcessProbe(pid: process.processIdentifier) }
+
+    /// SIGTERM (Warren drains and exits), then waits for the exit.
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// The status code of a plain HTTP/1.0 GET on loopback, or nil when nothing answers.
+    static func httpStatus(port: Int, path: String) -> Int? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return nil }
+        let request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 64, 0) }
+        guard n >= 12 else { return nil }
+        return Int(String(decoding: buffer[9..<12], as: UTF8.self))
+    }
+}
