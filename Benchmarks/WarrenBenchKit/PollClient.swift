@@ -98,6 +98,7 @@ final class PollHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
+        recorder.answers += 1
         cursor = body.withUnsafeReadableBytes { bytes in
             PollAnswer.scan(bytes) { recorder.record(client: index, stamp: $0, now: now) }
         }

@@ -15,6 +15,8 @@ public final class Recorder: @unchecked Sendable {
     public private(set) var duplicates = 0
     public private(set) var unexpected = 0
     public private(set) var errors: [String] = []
+    /// Poll answers received (long-polling targets): deliveries / answers is the batch size.
+    public var answers = 0
     public private(set) var latency = Histogram<UInt64>(highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three)
     public private(set) var firstDelivery: UInt64 = 0
     public private(set) var lastDelivery: UInt64 = 0

@@ -17,6 +17,7 @@ struct Report {
             s += ", RSS/conn warren \(kb(r.warrenRSSPerConnection)) broker \(kb(r.brokerRSSPerConnection))"
             s += ", idle CPU warren \(f(r.warrenIdleCPU, 3)) broker \(f(r.brokerIdleCPU, 3))"
         }
+        if r.pollAnswers > 0 { s += ", \(r.pollAnswers) poll answers" }
         if !r.errors.isEmpty { s += ", errors: \(r.errors.prefix(2))" }
         return s
     }

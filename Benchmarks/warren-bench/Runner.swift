@@ -63,6 +63,8 @@ struct RunResult: Codable {
     var errors: [String]
     var deliveriesPerSecond: Double
     var publishFailures: Int
+    /// Poll answers received (long-polling only).
+    var pollAnswers: Int
     var latencyP50Ms: Double
     var latencyP99Ms: Double
     var latencyMaxMs: Double
@@ -264,7 +266,7 @@ final class Runner: @unchecked Sendable {
             connectionsPerSecond: connectSeconds > 0 ? Double(plan.clients) / connectSeconds : 0,
             expected: plan.expected, delivered: recorder.unique, lost: max(0, plan.expected - recorder.unique),
             duplicates: recorder.duplicates, unexpected: recorder.unexpected, errors: recorder.errors,
-            deliveriesPerSecond: 0, publishFailures: outcome?.failed ?? 0,
+            deliveriesPerSecond: 0, publishFailures: outcome?.failed ?? 0, pollAnswers: recorder.answers,
             latencyP50Ms: ms(h.valueAtPercentile(50)), latencyP99Ms: ms(h.valueAtPercentile(99)), latencyMaxMs: ms(h.max),
             before: before, connected: connected, during: during, after: after)
         if let outcome, recorder.lastDelivery > outcome.started {

@@ -316,7 +316,8 @@ final class FirstDeliveryWaiter: Sendable {
 
     func wait(timeout: Duration) async {
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
+            // A cancelled timer (the wait ended otherwise) must not wake anyone.
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self?.wake()
         }
         defer { timer.cancel() }
