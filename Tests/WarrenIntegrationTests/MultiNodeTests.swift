@@ -62,6 +62,34 @@ struct MultiNodeTests {
         await daveOnB.close()
     }
 
+    /// A node consumes a session's queue while its client polls there; once the client polls
+    /// another node instead, the first hands back what it buffered, so nothing is stranded.
+    @Test func aClientThatMovesNodesGetsWhatTheFirstNodeBuffered() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let nodeA = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeA.stop() } }
+        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeB.stop() } }
+        let erin = uniqueUser("erin")
+        let poller = try await Poller.open(port: nodeA.port, user: erin, subscriptions: #"[{"id":"me","pattern":"\#(mine(erin))"}]"#)
+        // A long-poll on A starts A's consumer; it ends empty.
+        #expect(try await poller.poll(wait: 1).messages.isEmpty)
+        // Published now, these go to A's consumer (the only one), though nobody polls A any more.
+        var sent = Set<String>()
+        for i in 0..<5 {
+            sent.insert(try await poller.publish(#"{"route":"\#(erin).x","body":\#(i)}"#)["id"]!.stringValue!)
+        }
+        var got = Set<String>()
+        var cursor: String?
+        let deadline = ContinuousClock.now + .seconds(30)
+        while got.count < 5, ContinuousClock.now < deadline {
+            let (messages, c) = try await poller.poll(wait: 5, ack: cursor, on: nodeB.port)
+            cursor = c
+            for m in messages { got.insert(m.env!["id"]!.stringValue!) }
+        }
+        #expect(got == sent, "node B delivers what node A had buffered")
+    }
+
     /// 1,000 long-polls held open on one node, all answered when a message arrives.
     @Test func aThousandConcurrentLongPolls() async throws {
         let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])

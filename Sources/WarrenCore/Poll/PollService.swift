@@ -16,9 +16,10 @@ public struct PollMessage: Sendable {
 /// HTTP polling sessions (DESIGN §5), served by any node.
 ///
 /// A session is a durable queue with `x-expires` (its live patterns) plus, for
-/// inbox subscriptions, the user's inbox queue. A poll first takes what is
-/// waiting (`basic.get`), and if nothing is, waits on consumers that wake it
-/// on the first delivery — no sleeping, no thread held. What a poll hands out
+/// inbox subscriptions, the user's inbox queue. A node serving a session consumes
+/// its queues into a buffer while the client keeps polling there (``NodeSession``);
+/// a poll takes what is buffered or waits for the first arrival — no sleeping, no
+/// thread held. What a poll hands out
 /// is leased: acked to RabbitMQ when the client acks the cursor, handed back
 /// when the lease runs out (so a client that moved to another node still gets it).
 public final class PollService: Sendable {
@@ -176,7 +177,7 @@ public final class PollService: Sendable {
         if d.subscriptions.contains(where: { $0.mode == SubscriptionMode.inbox.rawValue }) {
             queues.insert(InboxSettings.queueName(user: d.user, device: d.device), at: 0)
         }
-        let state = NodeSession(id: d.id, nodeID: nodeID, channel: channel, queues: queues, logger: logger)
+        let state = NodeSession(id: d.id, nodeID: nodeID, channel: channel, queues: queues, prefetch: settings.maxBatch, logger: logger)
         let winner = sessions.withLockedValue { s -> NodeSession in
             if let other = s[d.id] { return other }
             s[d.id] = state
@@ -196,51 +197,99 @@ extension String {
     func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
 }
 
-/// A session's state on this node: its channel, the leased batches, a serial lane for polls.
+/// A session's state on this node: its channel, consumers and buffer, the leased batches,
+/// a serial lane for polls.
+///
+/// The first long-poll starts a consumer on each of the session's queues (prefetch
+/// `poll.max_batch`) that stays while the client keeps polling here: deliveries collect in a
+/// buffer, and a poll takes what is buffered or waits for the first arrival. A poll then
+/// costs no broker round trip at all, where `basic.get` cost one per message and a consumer
+/// per poll two more; under load that decides whether hundreds of pollers keep up. A node
+/// stops consuming ``idleGrace`` after the last poll here ended and hands what it buffered
+/// back to RabbitMQ, so a client that moved to another node gets it there.
 final class NodeSession: Sendable {
+    /// How long a node keeps consuming for a session nobody polls here any more.
+    static let idleGrace: Duration = .seconds(5)
+
     let id: String
     let nodeID: String
     let channel: AMQPChannel
     /// Inbox queue first (if any), then the session's own queue.
     let queues: [String]
+    let prefetch: UInt16
     let serial = SerialExecutor()
     let logger: Logger
+    let buffer = PollBuffer()
     private let batches = NIOLockedValueBox<(next: UInt64, leased: [UInt64: [DeliveryTag]])>((1, [:]))
+    /// The running consumers' tags (empty: not consuming), and a count of polls for the idle timer.
+    private let consumers = NIOLockedValueBox<(tags: [String], polls: UInt64)>(([], 0))
 
-    init(id: String, nodeID: String, channel: AMQPChannel, queues: [String], logger: Logger) {
+    init(id: String, nodeID: String, channel: AMQPChannel, queues: [String], prefetch: Int, logger: Logger) {
         self.logger = logger
         self.id = id
         self.nodeID = nodeID
         self.channel = channel
         self.queues = queues
+        self.prefetch = UInt16(clamping: max(1, prefetch))
     }
 
     /// What is waiting now, or — if nothing is and `wait` > 0 — what arrives first.
     func take(max: Int, wait: Duration) async throws -> [(queue: String, message: AMQPMessage)] {
-        var taken: [(queue: String, message: AMQPMessage)] = []
-        for queue in queues {
-            while taken.count < max, let m = try await channel.get(queue: queue) { taken.append((queue, m)) }
+        let poll = consumers.withLockedValue { c -> UInt64 in
+            c.polls += 1
+            return c.polls
         }
+        defer { armIdleTimer(after: poll) }
+        buffer.rearm()
+        if consumers.withLockedValue({ $0.tags.isEmpty }) || buffer.consumerEnded {
+            guard wait > .zero else {
+                // An interval poll on a node not consuming for the session: take what is there.
+                var taken: [(queue: String, message: AMQPMessage)] = []
+                for queue in queues {
+                    while taken.count < max, let m = try await channel.get(queue: queue) { taken.append((queue, m)) }
+                }
+                return taken
+            }
+            try await startConsuming()
+        }
+        var taken = buffer.take(max: max)
         guard taken.isEmpty, wait > .zero else { return taken }
-
-        // Nothing waiting: consume until the first delivery or the deadline.
-        let waiter = FirstDeliveryWaiter(limit: max)
-        try await channel.basicQos(prefetchCount: UInt16(clamping: max))
-        var tags: [String] = []
-        for queue in queues {
-            tags.append(try await channel.consume(queue: queue, sink: waiter.sink(for: queue)))
-        }
         logger.debug("long-poll waiting", metadata: ["session": "\(id.prefix(8))"])
         // A drain answers held long-polls at once (with what they have).
         await withGracefulShutdownHandler {
-            await waiter.wait(timeout: wait)
+            await buffer.wait(timeout: wait)
         } onGracefulShutdown: {
-            waiter.wake()
+            self.buffer.wake()
         }
-        for tag in tags { try await channel.cancel(consumerTag: tag) }
-        let (kept, extra) = waiter.drain()
-        for m in extra { channel.reject(m.message.deliveryTag, requeue: true) }
-        return kept
+        taken = buffer.take(max: max)
+        return taken
+    }
+
+    private func startConsuming() async throws {
+        buffer.consumerEnded = false
+        try await channel.basicQos(prefetchCount: prefetch)
+        var tags: [String] = []
+        for queue in queues {
+            tags.append(try await channel.consume(queue: queue, sink: buffer.sink(for: queue)))
+        }
+        consumers.withLockedValue { $0.tags = tags }
+    }
+
+    /// After ``idleGrace`` without another poll here: stop consuming and hand the buffer back.
+    private func armIdleTimer(after poll: UInt64) {
+        Task { [weak self] in
+            guard (try? await Task.sleep(for: Self.idleGrace)) != nil, let self else { return }
+            try? await self.serial.run {
+                let tags = self.consumers.withLockedValue { c -> [String] in
+                    guard c.polls == poll else { return [] }
+                    defer { c.tags = [] }
+                    return c.tags
+                }
+                guard !tags.isEmpty else { return }
+                for tag in tags { try? await self.channel.cancel(consumerTag: tag) }
+                for m in self.buffer.takeAll() { self.channel.reject(m.message.deliveryTag, requeue: true) }
+            }
+        }
     }
 
     /// Leases `deliveries` under a new cursor; they go back to RabbitMQ when the lease runs out.
@@ -253,7 +302,7 @@ final class NodeSession: Sendable {
         }
         if !deliveries.isEmpty {
             Task { [weak self] in
-                try? await Task.sleep(for: duration)
+                guard (try? await Task.sleep(for: duration)) != nil else { return }
                 self?.expire(seq)
             }
         }
@@ -280,31 +329,44 @@ final class NodeSession: Sendable {
     func close() async { try? await channel.close() }
 }
 
-/// Collects deliveries from a poll's temporary consumers and wakes the poll on the first.
-final class FirstDeliveryWaiter: Sendable {
-    private let state = NIOLockedValueBox<(items: [(queue: String, message: AMQPMessage)], waiter: CheckedContinuation<Void, Never>?, woken: Bool)>(([], nil, false))
-    let limit: Int
-
-    init(limit: Int) { self.limit = limit }
+/// Deliveries of a session's consumers on this node, waiting for the next poll.
+final class PollBuffer: Sendable {
+    private struct State {
+        var items: [(queue: String, message: AMQPMessage)] = []
+        var waiter: CheckedContinuation<Void, Never>?
+        var woken = false
+        var consumerEnded = false
+    }
+    private let state = NIOLockedValueBox(State())
 
     final class Sink: AMQPDeliverySink {
-        let waiter: FirstDeliveryWaiter
+        let buffer: PollBuffer
         let queue: String
-        init(waiter: FirstDeliveryWaiter, queue: String) {
-            self.waiter = waiter
+        init(buffer: PollBuffer, queue: String) {
+            self.buffer = buffer
             self.queue = queue
         }
-        func deliver(_ message: AMQPMessage) { waiter.add(queue, message) }
-        func finish(_ error: AMQPError?) { waiter.wake() }
+        func deliver(_ message: AMQPMessage) { buffer.add(queue, message) }
+        func finish(_ error: AMQPError?) {
+            buffer.consumerEnded = true
+            buffer.wake()
+        }
     }
 
-    func sink(for queue: String) -> Sink { Sink(waiter: self, queue: queue) }
+    func sink(for queue: String) -> Sink { Sink(buffer: self, queue: queue) }
+
+    /// A consumer ended (cancelled by the broker, its channel closed): the next poll starts anew.
+    var consumerEnded: Bool {
+        get { state.withLockedValue { $0.consumerEnded } }
+        set { state.withLockedValue { $0.consumerEnded = newValue } }
+    }
 
     func add(_ queue: String, _ message: AMQPMessage) {
         state.withLockedValue { $0.items.append((queue, message)) }
         wake()
     }
 
+    /// Wakes the waiting poll, or the next one to wait (a drain that came first).
     func wake() {
         let w = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
             s.woken = true
@@ -314,6 +376,10 @@ final class FirstDeliveryWaiter: Sendable {
         w?.resume()
     }
 
+    /// Forgets an earlier wake, at the start of a poll.
+    func rearm() { state.withLockedValue { $0.woken = false } }
+
+    /// Waits until something is buffered, ``wake()`` is called, or `timeout` passes.
     func wait(timeout: Duration) async {
         let timer = Task { [weak self] in
             // A cancelled timer (the wait ended otherwise) must not wake anyone.
@@ -322,22 +388,29 @@ final class FirstDeliveryWaiter: Sendable {
         }
         defer { timer.cancel() }
         await withCheckedContinuation { c in
-            let already = state.withLockedValue { s -> Bool in
-                if s.woken { return true }
+            let now = state.withLockedValue { s -> Bool in
+                if s.woken || !s.items.isEmpty { return true }
                 s.waiter = c
                 return false
             }
-            if already { c.resume() }
+            if now { c.resume() }
         }
     }
 
-    /// The first `limit` deliveries, and any beyond (to be handed back).
-    func drain() -> (kept: [(queue: String, message: AMQPMessage)], extra: [(queue: String, message: AMQPMessage)]) {
+    /// Up to `max` buffered deliveries, oldest first; the rest stay for the next poll.
+    func take(max: Int) -> [(queue: String, message: AMQPMessage)] {
         state.withLockedValue { s in
-            let kept = Array(s.items.prefix(limit))
-            let extra = Array(s.items.dropFirst(limit))
-            s.items.removeAll()
-            return (kept, extra)
+            let n = min(max, s.items.count)
+            let taken = Array(s.items.prefix(n))
+            s.items.removeFirst(n)
+            return taken
+        }
+    }
+
+    func takeAll() -> [(queue: String, message: AMQPMessage)] {
+        state.withLockedValue { s in
+            defer { s.items.removeAll() }
+            return s.items
         }
     }
 }
