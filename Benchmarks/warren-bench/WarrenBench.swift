@@ -11,8 +11,10 @@ struct BenchOptions: ParsableArguments {
     var scenarios = "room,room-paced,inbox,idle,poll"
     @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp); default: each scenario's own set.")
     var targets = ""
-    @Option(help: "Rounds: every scenario runs its targets this many times, alternating.")
+    @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
     var rounds = 1
+    @Option(help: "Rounds of the idle scenario (slow: thousands of connections, then the broker's clean-up).")
+    var idleRounds = 1
     @Option(help: "Where to write the JSON report.")
     var json = "warren-bench.json"
 
@@ -41,9 +43,9 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Idle sockets connect only (no subscription).")
     var idleConnectOnly = false
     @Option var pollClients = 500
-    @Option var pollMessages = 500
+    @Option var pollMessages = 100
     @Option(help: "Messages per second in poll.")
-    var pollRate = 50
+    var pollRate = 5
 
     @Option(help: "Publishes awaiting confirms at once (unpaced scenarios).")
     var window = 256
@@ -72,7 +74,7 @@ struct WarrenBench: AsyncParsableCommand {
         let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
         for scenario in options.scenarios.split(separator: ",").map(String.init) {
             for plan in plans(scenario) {
-                for round in 1...max(1, options.rounds) {
+                for round in 1...max(1, scenario == "idle" ? options.idleRounds : options.rounds) {
                     for target in plan.targets where only.isEmpty || only.contains(target) {
                         var p = plan.plan
                         p.target = target
