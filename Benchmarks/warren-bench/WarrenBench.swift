@@ -73,10 +73,14 @@ struct WarrenBench: AsyncParsableCommand {
         var results: [RunResult] = []
         let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
         for scenario in options.scenarios.split(separator: ",").map(String.init) {
-            for plan in plans(scenario) {
+            for (index, plan) in plans(scenario, room: "room.bench").enumerated() {
                 for round in 1...max(1, scenario == "idle" ? options.idleRounds : options.rounds) {
                     for target in plan.targets where only.isEmpty || only.contains(target) {
-                        var p = plan.plan
+                        // Each run gets a room of its own: poll sessions are durable queues that
+                        // stay bound (until `x-expires`) after their pollers went, and must not
+                        // receive the next run's messages.
+                        let room = "room.bench.\(UInt32.random(in: 0...UInt32.max))"
+                        var p = plans(scenario, room: room)[index].plan
                         p.target = target
                         log("\(p.scenario) \(target.rawValue) round \(round): \(p.clients) clients, \(p.keys.count) messages")
                         do {
@@ -98,15 +102,15 @@ struct WarrenBench: AsyncParsableCommand {
     }
 
     /// The runs of one scenario, with the targets each is measured on.
-    func plans(_ scenario: String) -> [(plan: RunPlan, targets: [Target])] {
+    func plans(_ scenario: String, room: String) -> [(plan: RunPlan, targets: [Target])] {
         let o = options
         switch scenario {
         case "room", "room-paced":
             let paced = scenario == "room-paced"
             let m = paced ? o.pacedMessages : o.roomMessages
             let plan = RunPlan(scenario: scenario, target: .warrenWS, clients: o.roomClients,
-                               keys: Array(repeating: "room.bench", count: m), expected: o.roomClients * m,
-                               pattern: { _ in "room.bench" }, rate: paced ? o.pacedRate : nil)
+                               keys: Array(repeating: room, count: m), expected: o.roomClients * m,
+                               pattern: { _ in room }, rate: paced ? o.pacedRate : nil)
             return [(plan, [.warrenWS, .stomp, .amqp])]
         case "inbox":
             var rng = SplitMix(seed: o.seed)
@@ -133,8 +137,8 @@ struct WarrenBench: AsyncParsableCommand {
             }
         case "poll":
             let plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollClients,
-                               keys: Array(repeating: "room.bench", count: o.pollMessages),
-                               expected: o.pollClients * o.pollMessages, pattern: { _ in "room.bench" }, rate: o.pollRate)
+                               keys: Array(repeating: room, count: o.pollMessages),
+                               expected: o.pollClients * o.pollMessages, pattern: { _ in room }, rate: o.pollRate)
             return [(plan, [.warrenPoll])]
         default:
             log("unknown scenario \(scenario)")
