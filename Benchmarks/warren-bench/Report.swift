@@ -95,6 +95,12 @@ struct Report {
                                 target.rawValue, w / a, s > 0 ? w / s : 0, wp, sp, l, verdict(w / a >= 1 && wp <= sp && l == 0)))
             }
         }
+        if let wp = median("inbox-paced", .warrenWS, p99), let sp = median("inbox-paced", .stomp, p99) {
+            let ap = median("inbox-paced", .amqp, p99)
+            g.append(String(format: "inbox-paced (%d msg/s, load every target carries): p99 Warren %.2f ms vs Web-STOMP %.2f ms (plain AMQP %@ ms), Warren lost %.0f — %@",
+                            options.inboxPacedRate, wp, sp, Self.f(ap, 2), median("inbox-paced", .warrenWS, lost) ?? -1,
+                            verdict(wp <= sp)))
+        }
         let sizes = Set(results.filter { $0.scenario == "idle" }.map(\.clients)).sorted()
         for n in sizes {
             if let w = median("idle", .warrenWS, clients: n, { r in

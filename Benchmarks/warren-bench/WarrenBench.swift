@@ -7,8 +7,8 @@ import Glibc
 
 /// The bench's settings (every one a command-line option).
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, idle, poll.")
-    var scenarios = "room,room-paced,inbox,idle,poll"
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll.")
+    var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll"
     @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp); default: each scenario's own set.")
     var targets = ""
     @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
@@ -36,6 +36,9 @@ struct BenchOptions: ParsableArguments {
     @Option var pacedMessages = 1000
     @Option var inboxUsers = 1000
     @Option var inboxMessages = 20000
+    @Option(help: "Messages per second in inbox-paced (below what every target carries).")
+    var inboxPacedRate = 2000
+    @Option var inboxPacedMessages = 10000
     @Option(help: "Idle socket counts, comma-separated.")
     var idleSockets = "1000,5000,10000"
     @Option(help: "How long idle sockets are held (pings every 10 s).")
@@ -112,11 +115,13 @@ struct WarrenBench: AsyncParsableCommand {
                                keys: Array(repeating: room, count: m), expected: o.roomClients * m,
                                pattern: { _ in room }, rate: paced ? o.pacedRate : nil)
             return [(plan, [.warrenWS, .stomp, .amqp])]
-        case "inbox":
+        case "inbox", "inbox-paced":
+            let paced = scenario == "inbox-paced"
+            let count = paced ? o.inboxPacedMessages : o.inboxMessages
             var rng = SplitMix(seed: o.seed)
             var keys: [String] = []
-            keys.reserveCapacity(o.inboxMessages)
-            for _ in 0..<o.inboxMessages {
+            keys.reserveCapacity(count)
+            for _ in 0..<count {
                 var users: [Int] = []
                 while users.count < 3 {
                     let u = Int(rng.next() % UInt64(o.inboxUsers))
@@ -125,8 +130,8 @@ struct WarrenBench: AsyncParsableCommand {
                 keys.append("dm." + users.map { "b\($0)" }.joined(separator: "."))
             }
             let plan = RunPlan(scenario: scenario, target: .warrenWS, clients: o.inboxUsers, keys: keys,
-                               expected: 3 * o.inboxMessages, pattern: { "#.b\($0).#" }, rate: nil)
-            return [(plan, [.warrenWS, .warrenInbox, .stomp, .amqp])]
+                               expected: 3 * count, pattern: { "#.b\($0).#" }, rate: paced ? o.inboxPacedRate : nil)
+            return [(plan, paced ? [.warrenWS, .stomp, .amqp] : [.warrenWS, .warrenInbox, .stomp, .amqp])]
         case "idle":
             return o.idleSockets.split(separator: ",").compactMap { Int($0) }.map { n in
                 var plan = RunPlan(scenario: "idle", target: .warrenWS, clients: n, keys: [], expected: 0,
