@@ -109,15 +109,15 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
         // same bytes go to every socket: no per-socket encoding or copy.
-        var frames: [(id: String, frame: ByteBuffer)] = []
+        var frames: [String: ByteBuffer] = [:]
         for (subscriber, receiver) in targets {
+            let id = subscriber.subscriptionID
             let frame: ByteBuffer
-            if let built = frames.first(where: { $0.id == subscriber.subscriptionID }) {
-                frame = built.frame
+            if let built = frames[id] {
+                frame = built
             } else {
-                frame = ByteBuffer(bytes: ServerFrame.message(sub: subscriber.subscriptionID, envelope: envelope.readableBytesView,
-                                                              redelivered: false))
-                frames.append((subscriber.subscriptionID, frame))
+                frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
+                frames[id] = frame
             }
             receiver.deliverLive(frame: frame, routeKey: key, acceptedAt: accepted)
         }
