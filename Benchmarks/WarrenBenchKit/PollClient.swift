@@ -7,27 +7,12 @@ import NIOPosix
 public enum PollClient {
     /// Completes with the channel once the session exists (its queue is bound then).
     public static func open(
-        group: any EventLoopGroup, port: Int, user: String, pattern: String, wait: Int,
-        index: Int, recorder: Recorder
+        port: Int, user: String, pattern: String, wait: Int, index: Int, recorder: Recorder
     ) -> EventLoopFuture<any Channel> {
-        let loop = recorder.loop
-        let ready = loop.makePromise(of: Void.self)
-        let connect = ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(
-                        PollHandler(port: port, user: user, pattern: pattern, wait: wait, index: index,
-                                    recorder: recorder, ready: ready))
-                }
-            }
-            .connect(host: "127.0.0.1", port: port)
-        connect.whenFailure { ready.fail($0) }
-        return connect.flatMap { channel in
-            channel.closeFuture.whenComplete { _ in ready.fail(BenchError.closed("poller \(index) closed before it was ready")) }
-            return ready.futureResult.map { channel }
+        dial(port: port, recorder: recorder, name: "poller \(index)") { channel, ready in
+            try channel.pipeline.syncOperations.addHTTPClientHandlers()
+            try channel.pipeline.syncOperations.addHandler(
+                PollHandler(port: port, user: user, pattern: pattern, wait: wait, index: index, recorder: recorder, ready: ready))
         }
     }
 }

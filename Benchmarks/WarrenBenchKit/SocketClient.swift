@@ -19,48 +19,32 @@ public enum SocketClient {
     /// Connects, upgrades and subscribes; the future completes once the subscription is in
     /// effect (Warren's `subscribed`, Web-STOMP's RECEIPT), and carries the channel.
     public static func open(
-        group: any EventLoopGroup, port: Int, path: String, dialect: SocketDialect,
-        index: Int, recorder: Recorder
+        port: Int, path: String, dialect: SocketDialect, index: Int, recorder: Recorder
     ) -> EventLoopFuture<any Channel> {
-        let loop = recorder.loop
-        let ready = loop.makePromise(of: Void.self)
-        let connect = ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    var headers = HTTPHeaders()
-                    headers.add(name: "Host", value: "127.0.0.1:\(port)")
-                    headers.add(name: "Content-Length", value: "0")
-                    switch dialect {
-                    case .stomp, .idleStomp: headers.add(name: "Sec-WebSocket-Protocol", value: "v12.stomp")
-                    default: break
-                    }
-                    let request = UpgradeRequestHandler(
-                        head: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers), ready: ready)
-                    let upgrader = NIOWebSocketClientUpgrader(
-                        maxFrameSize: 1 << 20,
-                        upgradePipelineHandler: { channel, _ in
-                            channel.eventLoop.makeCompletedFuture {
-                                // The request handler is not one of the HTTP handlers the upgrade removes.
-                                channel.pipeline.syncOperations.removeHandler(request, promise: nil)
-                                try channel.pipeline.syncOperations.addHandler(
-                                    BenchSocketHandler(index: index, dialect: dialect, recorder: recorder, ready: ready))
-                            }
-                        })
-                    let config: NIOHTTPClientUpgradeSendableConfiguration = (
-                        upgraders: [upgrader],
-                        completionHandler: { _ in }
-                    )
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers(withClientUpgrade: config)
-                    try channel.pipeline.syncOperations.addHandler(request)
-                }
+        dial(port: port, recorder: recorder, name: "socket \(index)") { channel, ready in
+            var headers = HTTPHeaders()
+            headers.add(name: "Host", value: "127.0.0.1:\(port)")
+            headers.add(name: "Content-Length", value: "0")
+            switch dialect {
+            case .stomp, .idleStomp: headers.add(name: "Sec-WebSocket-Protocol", value: "v12.stomp")
+            default: break
             }
-            .connect(host: "127.0.0.1", port: port)
-        connect.whenFailure { ready.fail($0) }
-        return connect.flatMap { channel in
-            channel.closeFuture.whenComplete { _ in ready.fail(BenchError.closed("socket \(index) closed before it was ready")) }
-            return ready.futureResult.map { channel }
+            let request = UpgradeRequestHandler(
+                head: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers), ready: ready)
+            let upgrader = NIOWebSocketClientUpgrader(
+                maxFrameSize: 1 << 20,
+                upgradePipelineHandler: { channel, _ in
+                    channel.eventLoop.makeCompletedFuture {
+                        // The request handler is not one of the HTTP handlers the upgrade removes.
+                        let sync = channel.pipeline.syncOperations
+                        sync.removeHandler(context: try sync.context(handlerType: UpgradeRequestHandler.self), promise: nil)
+                        try channel.pipeline.syncOperations.addHandler(
+                            BenchSocketHandler(index: index, dialect: dialect, recorder: recorder, ready: ready))
+                    }
+                })
+            let config: NIOHTTPClientUpgradeSendableConfiguration = (upgraders: [upgrader], completionHandler: { _ in })
+            try channel.pipeline.syncOperations.addHTTPClientHandlers(withClientUpgrade: config)
+            try channel.pipeline.syncOperations.addHandler(request)
         }
     }
 }

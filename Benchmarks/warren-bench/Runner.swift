@@ -219,14 +219,14 @@ final class Runner: @unchecked Sendable {
             let user = "b\(index)"
             let dialect: SocketDialect = plan.connectOnly ? .idleWarren : .warren(pattern: pattern, inbox: inbox)
             let path = "/v1/ws?user=\(user)" + (inbox ? "&device=bench" : "")
-            clients.sockets.append(try await SocketClient.open(group: clientGroup, port: options.warrenPort, path: path,
+            clients.sockets.append(try await SocketClient.open(port: options.warrenPort, path: path,
                                                                dialect: dialect, index: index, recorder: recorder).get())
         case .stomp:
             let dialect: SocketDialect = plan.connectOnly ? .idleStomp : .stomp(destination: "/exchange/\(options.exchange)/\(pattern)")
-            clients.sockets.append(try await SocketClient.open(group: clientGroup, port: options.stompPort, path: "/ws",
+            clients.sockets.append(try await SocketClient.open(port: options.stompPort, path: "/ws",
                                                                dialect: dialect, index: index, recorder: recorder).get())
         case .warrenPoll:
-            clients.sockets.append(try await PollClient.open(group: clientGroup, port: options.warrenPort, user: "b\(index)",
+            clients.sockets.append(try await PollClient.open(port: options.warrenPort, user: "b\(index)",
                                                              pattern: pattern, wait: 25, index: index, recorder: recorder).get())
         case .amqp:
             clients.consumers.append(try await PlainConsumer.open(url: options.amqpURL, exchange: options.exchange,
