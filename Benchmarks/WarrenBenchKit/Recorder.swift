@@ -20,24 +20,13 @@ public final class Recorder: @unchecked Sendable {
     public private(set) var latency = Histogram<UInt64>(highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three)
     public private(set) var firstDelivery: UInt64 = 0
     public private(set) var lastDelivery: UInt64 = 0
-    private var done: EventLoopPromise<Void>?
 
     /// `clients` receivers of up to `messages` sequence numbers each; `expected` unique
-    /// deliveries in all complete the run.
+    /// deliveries in all complete the run (the runner compares ``unique`` with it).
     public init(loop: any EventLoop, clients: Int, messages: Int, expected: Int) {
         self.loop = loop
         self.expected = expected
         seen = Array(repeating: Array(repeating: 0, count: (messages + 63) / 64), count: clients)
-    }
-
-    /// Succeeds once `expected` unique deliveries arrived.
-    public func completion() -> EventLoopFuture<Void> {
-        loop.preconditionInEventLoop()
-        if let done { return done.futureResult }
-        let promise = loop.makePromise(of: Void.self)
-        done = promise
-        if unique >= expected { promise.succeed(()) }
-        return promise.futureResult
     }
 
     /// One delivery to client `client`; `now` from ``BenchClock``.
@@ -59,7 +48,6 @@ public final class Recorder: @unchecked Sendable {
         lastDelivery = now
         let micros = now > stamp.sentNanos ? (now - stamp.sentNanos) / 1000 : 0
         _ = latency.record(Swift.min(Swift.max(micros, 1), latency.highestTrackableValue))
-        if unique == expected { done?.succeed(()) }
     }
 
     /// A protocol error a client saw after it was set up.
