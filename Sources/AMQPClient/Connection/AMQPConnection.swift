@@ -193,10 +193,7 @@ public final class AMQPConnection: Sendable {
 
     func updateChannel(_ id: UInt16, _ body: (inout ChannelRecord) -> Void) {
         shared.withLockedValue { s in
-            if var record = s.channels[id] {
-                body(&record)
-                s.channels[id] = record
-            }
+            if s.channels[id] != nil { body(&s.channels[id]!) }
         }
     }
 

@@ -17,6 +17,7 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
     private var readBuffer: ByteBuffer?
     private var writeBuffer: ByteBuffer
     private var needsFlush = false
+    private var flushScheduled = false
     private var heartbeatTask: RepeatedTask?
     private var closeTimeout: Scheduled<Void>?
     private var finalError: AMQPError?
@@ -130,13 +131,19 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
             perform(connection.channelFrameBeforeOpen(channelID), context: context)
             return
         }
-        guard var machine = channels[channelID] else {
+        guard let action = withChannel(channelID, { $0.frameReceived(frame) }) else {
             perform(connection.protocolError(.channelNotOpen(channelID)), context: context)
             return
         }
-        let action = machine.frameReceived(frame)
-        channels[channelID] = machine
         perform(action, channel: channelID, context: context)
+    }
+
+    /// Runs `body` on channel `id`'s state machine where it lives in `channels`; nil when there
+    /// is no such channel. Copying a machine out and storing it back would make its buffers
+    /// shared for the mutation, and so copied: O(unconfirmed publishes) per publish and confirm.
+    private func withChannel<R>(_ id: UInt16, _ body: (inout ChannelStateMachine) -> R) -> R? {
+        guard channels[id] != nil else { return nil }
+        return body(&channels[id]!)
     }
 
     // MARK: outbound commands
@@ -155,25 +162,24 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
             perform(action, channel: id, context: context)
         case .request(let id, let method, let sink, let p):
             guard connection.isOpen else { return p.fail(notOpen) }
-            guard var machine = channels[id] else { return p.fail(AMQPError.channelNotOpen(id)) }
-            let action = machine.request(method, promise: p, sink: sink)
-            channels[id] = machine
+            guard let action = withChannel(id, { $0.request(method, promise: p, sink: sink) }) else {
+                return p.fail(AMQPError.channelNotOpen(id))
+            }
             perform(action, channel: id, context: context)
         case .publish(let id, let publish, let properties, let body, let p):
             guard connection.isOpen, let frameMax = negotiated?.frameMax else { return p.fail(notOpen) }
-            guard var machine = channels[id] else { return p.fail(AMQPError.channelNotOpen(id)) }
-            let action = machine.publish(publish, properties: properties, body: body, frameMax: frameMax, promise: p)
-            channels[id] = machine
+            let action = withChannel(id) {
+                $0.publish(publish, properties: properties, body: body, frameMax: frameMax, promise: p)
+            }
+            guard let action else { return p.fail(AMQPError.channelNotOpen(id)) }
             perform(action, channel: id, context: context)
         case .send(let id, let method):
-            guard connection.isOpen, var machine = channels[id] else { return }
-            let action = machine.send(method)
-            channels[id] = machine
+            guard connection.isOpen, let action = withChannel(id, { $0.send(method) }) else { return }
             perform(action, channel: id, context: context)
         case .closeChannel(let id, let p):
-            guard connection.isOpen, var machine = channels[id] else { return p.succeed(.method(.channelCloseOk)) }
-            let action = machine.close(promise: p)
-            channels[id] = machine
+            guard connection.isOpen, let action = withChannel(id, { $0.close(promise: p) }) else {
+                return p.succeed(.method(.channelCloseOk))
+            }
             perform(action, channel: id, context: context)
         case .close(let p):
             ended.futureResult.whenComplete { _ in p.succeed(()) }
@@ -182,8 +188,18 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    /// A flush waits for the end of the event loop's current work: the publishes, acks and
+    /// replies written meanwhile (a publisher's burst, a batch of acks) leave in one write, not
+    /// in one syscall each.
     func flush(context: ChannelHandlerContext) {
-        flushIfNeeded(context: context)
+        guard needsFlush, !flushScheduled else { return }
+        flushScheduled = true
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = loopBound.value
+            handler.flushScheduled = false
+            handler.flushIfNeeded(context: context)
+        }
     }
 
     // MARK: performing actions
