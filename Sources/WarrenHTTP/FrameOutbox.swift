@@ -10,6 +10,10 @@ import NIOPosix
 /// would cost a cross-thread hop (for sockets on the other loops) and a `writev` per frame;
 /// here a burst of deliveries read in one go becomes one hop per loop and one `writev` per
 /// socket. Each outbox belongs to one thread and is touched only there, so it takes no lock.
+///
+/// A message fanned out to many sockets arrives here as the same payload buffer once per
+/// socket, one after another: it is encoded as a WebSocket frame on the first and the same
+/// frame bytes go to every socket (``WireFrameWriter``).
 final class FrameOutbox: @unchecked Sendable {
     private static let perThread = ThreadSpecificVariable<FrameOutbox>()
 
@@ -17,17 +21,32 @@ final class FrameOutbox: @unchecked Sendable {
     /// Sockets on this loop written during this tick, to flush at its end.
     private var toFlush: [WebSocketOutput] = []
     /// Frames for sockets on other loops, per loop, in the order they were sent.
-    private var remote: [(loop: any EventLoop, frames: [(WebSocketOutput, ByteBuffer)])] = []
+    private var remote: [(loop: any EventLoop, frames: [Outgoing])] = []
     private var scheduled = false
+    /// The last payload encoded, and its frame (see ``encode(_:)``).
+    private var lastPayload: ByteBuffer?
+    private var lastFrame = ByteBuffer()
+
+    /// A frame on its way to one socket.
+    struct Outgoing {
+        let output: WebSocketOutput
+        let payload: ByteBuffer
+        let frame: ByteBuffer
+
+        /// On the output's loop; true when the socket needs a flush.
+        func write() -> Bool { output.writeOnLoop(payload: payload, encoded: frame) }
+    }
 
     private init(loop: any EventLoop) { self.loop = loop }
 
-    /// Queues `frame` for `output`'s socket. Frames from one thread reach a socket in the order
-    /// they were enqueued. Off an event loop (a task), the frame is written and flushed at once.
-    static func enqueue(_ frame: ByteBuffer, for output: WebSocketOutput) {
+    /// Queues a text frame holding `payload` for `output`'s socket. Frames from one thread reach
+    /// a socket in the order they were enqueued. Off an event loop (a task), the frame is
+    /// written and flushed at once.
+    static func enqueue(_ payload: ByteBuffer, for output: WebSocketOutput) {
         guard let current = MultiThreadedEventLoopGroup.currentEventLoop else {
+            let frame = WebSocketTextFrame.encode(payload)
             output.channel.eventLoop.execute {
-                _ = output.writeOnLoop(frame)
+                _ = output.writeOnLoop(payload: payload, encoded: frame)
                 output.flushOnLoop()
             }
             return
@@ -39,17 +58,30 @@ final class FrameOutbox: @unchecked Sendable {
             outbox = FrameOutbox(loop: current)
             perThread.currentValue = outbox
         }
-        outbox.add(frame, for: output)
+        outbox.add(Outgoing(output: output, payload: payload, frame: outbox.encode(payload)))
     }
 
-    private func add(_ frame: ByteBuffer, for output: WebSocketOutput) {
-        let target = output.channel.eventLoop
+    /// `payload` as a WebSocket text frame, built once for a run of sends of the same buffer.
+    /// Same storage and bytes as the last payload means the same message: the cache holds a
+    /// reference to it, so its memory cannot have been reused for another.
+    private func encode(_ payload: ByteBuffer) -> ByteBuffer {
+        if let last = lastPayload, last.readableBytes == payload.readableBytes,
+           last.withUnsafeReadableBytes({ a in payload.withUnsafeReadableBytes { b in a.baseAddress == b.baseAddress } }) {
+            return lastFrame
+        }
+        lastFrame = WebSocketTextFrame.encode(payload)
+        lastPayload = payload
+        return lastFrame
+    }
+
+    private func add(_ outgoing: Outgoing) {
+        let target = outgoing.output.channel.eventLoop
         if target === loop {
-            if output.writeOnLoop(frame) { toFlush.append(output) }
+            if outgoing.write() { toFlush.append(outgoing.output) }
         } else if let i = remote.firstIndex(where: { $0.loop === target }) {
-            remote[i].frames.append((output, frame))
+            remote[i].frames.append(outgoing)
         } else {
-            remote.append((target, [(output, frame)]))
+            remote.append((target, [outgoing]))
         }
         if !scheduled {
             scheduled = true
@@ -68,7 +100,7 @@ final class FrameOutbox: @unchecked Sendable {
             let frames = batch.frames
             batch.loop.execute {
                 var written: [WebSocketOutput] = []
-                for (output, frame) in frames where output.writeOnLoop(frame) { written.append(output) }
+                for outgoing in frames where outgoing.write() { written.append(outgoing.output) }
                 for output in written { output.flushOnLoop() }
             }
         }

@@ -141,6 +141,7 @@ public enum HTTPFrontend {
         runtime.metrics.connectionOpened(.ws)
         defer { runtime.metrics.connectionClosed(.ws) }
         let output = WebSocketOutput(channel: channel, limit: runtime.limits.outboundBufferBytes)
+        await output.installWireWriter()
         sockets.add(output)
         defer { sockets.remove(output) }
         let session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: rules,

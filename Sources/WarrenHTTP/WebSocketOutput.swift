@@ -22,6 +22,9 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     private let closeContinuation: AsyncStream<Void>.Continuation
     /// Whether frames were written since the last flush; touched only on `channel.eventLoop`.
     private var needsFlush = false
+    /// Writes encoded frames below the frame encoder once installed; touched only on
+    /// `channel.eventLoop`.
+    private var wire: WireFrameWriter?
 
     init(channel: any Channel, limit: Int) {
         self.channel = channel
@@ -36,10 +39,24 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
         return true
     }
 
+    /// Puts a ``WireFrameWriter`` into the socket's pipeline, just above the WebSocket frame
+    /// encoder, so frames encoded once per message go out without passing the pipeline. Until
+    /// it is in place (or if the pipeline has no encoder) frames take the pipeline's path.
+    func installWireWriter() async {
+        let writer = WireFrameWriter()
+        try? await channel.eventLoop.submit { [self] in
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(writer, position: .before(try pipeline.handler(type: WebSocketFrameEncoder.self)))
+            wire = writer
+        }.get()
+    }
+
     /// Writes a frame without flushing; true when this is the first since the last flush.
-    /// On `channel.eventLoop` only.
-    func writeOnLoop(_ frame: ByteBuffer) -> Bool {
-        channel.write(WebSocketFrame(fin: true, opcode: .text, data: frame), promise: nil)
+    /// `encoded` is `payload` as a whole WebSocket text frame. On `channel.eventLoop` only.
+    func writeOnLoop(payload: ByteBuffer, encoded: ByteBuffer) -> Bool {
+        if wire?.write(encoded) != true {
+            channel.write(WebSocketFrame(fin: true, opcode: .text, data: payload), promise: nil)
+        }
         defer { needsFlush = true }
         return !needsFlush
     }
@@ -47,7 +64,7 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     /// On `channel.eventLoop` only.
     func flushOnLoop() {
         needsFlush = false
-        channel.flush()
+        if let wire { wire.flush() } else { channel.flush() }
     }
 
     func close(code: UInt16, reason: String) {

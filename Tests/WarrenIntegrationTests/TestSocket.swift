@@ -4,6 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
 import WarrenCore
 
@@ -59,7 +60,8 @@ final class TestSocket: Sendable {
     private let task: Task<WebSocketCloseFrame?, Error>
     let name: String
 
-    static func connect(port: Int, query: String, name: String? = nil) async throws -> TestSocket {
+    /// With `tls`, the socket is `wss://` and trusts what `tls` says.
+    static func connect(port: Int, query: String, name: String? = nil, tls: TLSConfiguration? = nil) async throws -> TestSocket {
         let ready = Mailbox<Bool>()
         let frames = Mailbox<JSONValue>()
         let writerBox = NIOLockedValueBox<WebSocketOutboundWriter?>(nil)
@@ -68,8 +70,10 @@ final class TestSocket: Sendable {
         let task = Task<WebSocketCloseFrame?, Error> {
             defer { Task { await ready.append(false); await frames.finish() } }
             return try await WebSocketClient.connect(
-                url: "ws://127.0.0.1:\(port)/v1/ws?\(query)",
+                // TLS by name: an IP address cannot be sent as SNI, and the certificate names localhost too.
+                url: tls == nil ? "ws://127.0.0.1:\(port)/v1/ws?\(query)" : "wss://localhost:\(port)/v1/ws?\(query)",
                 configuration: .init(maxFrameSize: 4 << 20, autoPing: .disabled),
+                tlsConfiguration: tls,
                 logger: logger
             ) { inbound, outbound, _ in
                 writerBox.withLockedValue { $0 = outbound }

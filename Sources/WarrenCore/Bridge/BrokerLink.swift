@@ -1,6 +1,7 @@
 import AMQPClient
 import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +29,12 @@ public final class BrokerLink: Service, Sendable {
         self.logger = logger
         self.nodeID = configuration.nodeID.isEmpty ? Self.defaultNodeID() : configuration.nodeID
     }
+
+    /// The broker connection's own thread. Every delivery is read, matched and fanned out
+    /// there, then handed to the sockets' event loops; sharing a loop with sockets would put
+    /// the node's whole intake behind that loop's socket writes (measured: the shared loop
+    /// was the node's bottleneck in the `inbox` benchmark, see BENCHMARKS.md).
+    static let brokerLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// Host name and pid, reduced to a route word.
     static func defaultNodeID() -> String {
@@ -129,7 +136,7 @@ public final class BrokerLink: Service, Sendable {
         let policy = configuration.amqp.client.recovery
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
-                return try await AMQPConnection.connect(configuration: configuration.amqp.client, logger: logger)
+                return try await AMQPConnection.connect(configuration: configuration.amqp.client, eventLoopGroup: Self.brokerLoop, logger: logger)
             } catch {
                 let delay = policy.delay(attempt: attempt)
                 attempt += 1

@@ -231,8 +231,10 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     // MARK: deliveries
 
-    public func deliverLive(frame: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64) {
-        if send(buffer: frame, route: routeKey.value) { delivered(routeKey.value, bytes: frame.readableBytes, acceptedAt: acceptedAt) }
+    public func deliverLive(_ delivery: LiveDelivery) {
+        guard send(buffer: delivery.frame, route: delivery.routeKey.value) else { return }
+        runtime.metrics.message(delivery.routeClass, via == .poll ? .poll : .ws, .out, bytes: delivery.frame.readableBytes)
+        runtime.metrics.delivered(delivery.routeClass, acceptedAtMilliseconds: delivery.acceptedAt)
     }
 
     private func delivered(_ route: String, bytes: Int, acceptedAt: Int64) {

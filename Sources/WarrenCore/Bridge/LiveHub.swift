@@ -9,11 +9,22 @@ public struct LiveSubscriber: Hashable, Sendable {
     public let subscriptionID: String
 }
 
+/// One live message on its way to the local subscribers of one subscription id.
+public struct LiveDelivery: Sendable {
+    /// The whole `msg` frame: built once per message and subscription id and shared by every
+    /// socket it goes to.
+    public let frame: ByteBuffer
+    public let routeKey: RouteKey
+    /// `routeKey`'s metrics class, looked up once per message rather than per socket.
+    public let routeClass: RouteClass
+    /// The envelope's `ts` (ms), for the delivery latency.
+    public let acceptedAt: Int64
+}
+
 /// Receives live deliveries for one session.
 public protocol LiveReceiver: AnyObject, Sendable {
-    /// Called on the AMQP event loop, once per matching subscription, with the whole `msg`
-    /// frame: built once per message and subscription id and shared by every socket it goes to.
-    func deliverLive(frame: ByteBuffer, routeKey: RouteKey, acceptedAt: Int64)
+    /// Called on the AMQP event loop, once per matching subscription.
+    func deliverLive(_ delivery: LiveDelivery)
 }
 
 /// The node's live fan-out (DESIGN §3, `live`).
@@ -94,7 +105,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     // MARK: AMQPDeliverySink
 
     public func deliver(_ message: AMQPMessage) {
-        metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
+        let routeClass = metrics.routeClass(message.routingKey)
+        metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         guard let key = try? RouteKey(message.routingKey) else { return }
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? Clock.milliseconds()
         let envelope = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids).bytes
@@ -109,17 +121,18 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
         // same bytes go to every socket: no per-socket encoding or copy.
-        var frames: [String: ByteBuffer] = [:]
+        var deliveries: [String: LiveDelivery] = [:]
         for (subscriber, receiver) in targets {
             let id = subscriber.subscriptionID
-            let frame: ByteBuffer
-            if let built = frames[id] {
-                frame = built
+            let delivery: LiveDelivery
+            if let built = deliveries[id] {
+                delivery = built
             } else {
-                frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
-                frames[id] = frame
+                let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
+                delivery = LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted)
+                deliveries[id] = delivery
             }
-            receiver.deliverLive(frame: frame, routeKey: key, acceptedAt: accepted)
+            receiver.deliverLive(delivery)
         }
     }
 

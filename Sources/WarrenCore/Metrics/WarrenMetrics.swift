@@ -138,8 +138,16 @@ public final class WarrenMetrics: Sendable {
 
     // MARK: recording
 
+    /// A routing key's route class, for recording many figures of one message: the lookup
+    /// (a locked cache, or classifying the key) is paid once, each record is array indexing.
+    public func routeClass(_ routingKey: String) -> RouteClass { RouteClass(index: classIndex(routingKey)) }
+
     public func message(_ routingKey: String, _ frontend: Frontend, _ direction: Direction, bytes count: Int) {
-        let cell = (classIndex(routingKey) * Frontend.allCases.count + frontend.rawValue) * Direction.allCases.count + direction.rawValue
+        message(routeClass(routingKey), frontend, direction, bytes: count)
+    }
+
+    public func message(_ route: RouteClass, _ frontend: Frontend, _ direction: Direction, bytes count: Int) {
+        let cell = (route.index * Frontend.allCases.count + frontend.rawValue) * Direction.allCases.count + direction.rawValue
         messages[cell].increment(by: 1)
         bytes[cell].increment(by: count)
         messageCounts[cell].wrappingIncrement(ordering: .relaxed)
@@ -155,8 +163,12 @@ public final class WarrenMetrics: Sendable {
 
     /// Acceptance (the envelope's `ts`, ms) to now.
     public func delivered(_ routingKey: String, acceptedAtMilliseconds ts: Int64, now: Int64 = Clock.milliseconds()) {
+        delivered(routeClass(routingKey), acceptedAtMilliseconds: ts, now: now)
+    }
+
+    public func delivered(_ route: RouteClass, acceptedAtMilliseconds ts: Int64, now: Int64 = Clock.milliseconds()) {
         let seconds = Double(max(0, now - ts)) / 1000
-        let c = classIndex(routingKey)
+        let c = route.index
         deliveryLatency[c].recordNanoseconds(Int64(seconds * 1e9))
         latencyBuckets[c * (Self.buckets.count + 1) + Self.bucket(seconds)].wrappingIncrement(ordering: .relaxed)
     }
@@ -310,4 +322,9 @@ public final class WarrenMetrics: Sendable {
         }
         w.raw("}")
     }
+}
+
+/// A routing key's route class (a `[[route]]` name or `other`), as ``WarrenMetrics`` indexes it.
+public struct RouteClass: Sendable, Hashable {
+    let index: Int
 }
