@@ -83,17 +83,21 @@ struct RunResult: Codable {
     var brokerIdleCPU: Double?
 }
 
-/// Runs plans against targets on two event loops: one for every client (so the recorder needs
-/// no lock), one for the publisher. Driven by one task at a time (runs never overlap).
+/// Runs plans against targets on event loops of their own: the receiving clients spread over
+/// `options.receiveLoops` loops (client `i` on loop `i % n`, each loop with its own recorder,
+/// so recording takes no lock; one receiving thread could not keep up with Warren in `inbox`
+/// on a loaded machine and the bench would time itself), and one for the publisher. Driven by
+/// one task at a time (runs never overlap).
 final class Runner: @unchecked Sendable {
     let options: BenchOptions
-    let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let clientGroup: MultiThreadedEventLoopGroup
     let publisherGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let broker: ProcessProbe
     var publisher: BenchPublisher!
 
     init(options: BenchOptions) throws {
         self.options = options
+        clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.receiveLoops))
         guard let broker = ProcessProbe.broker() else { throw BenchError.broker("no RabbitMQ (beam.smp) process found") }
         self.broker = broker
     }
@@ -129,8 +133,10 @@ final class Runner: @unchecked Sendable {
     func run(_ plan: RunPlan, round: Int) async throws -> RunResult {
         waitForQuietBroker(limit: options.quietSeconds)
         let messages = plan.keys.count
-        let loop = clientGroup.next()
-        let recorder = Recorder(loop: loop, clients: plan.clients, messages: max(messages, 1), expected: plan.expected)
+        let recorders = clientGroup.makeIterator().map {
+            Recorder(loop: $0, clients: plan.clients, messages: max(messages, 1), expected: plan.expected)
+        }
+        let loop = recorders[0].loop
         var warren: WarrenProcess?
         if plan.target.usesWarren {
             warren = try WarrenProcess(binary: options.warrenBinary, config: options.config, port: options.warrenPort,
@@ -142,7 +148,7 @@ final class Runner: @unchecked Sendable {
 
         let before = snapshot(warren)
         let connectStart = BenchClock.now()
-        let clients = try await connect(plan, recorder: recorder)
+        let clients = try await connect(plan, recorders: recorders)
         let connectSeconds = Double(BenchClock.now() - connectStart) / 1e9
         let connected = snapshot(warren)
 
@@ -151,7 +157,7 @@ final class Runner: @unchecked Sendable {
         var pinger: RepeatedTask?
         if !plan.keys.isEmpty {
             outcome = try await publisher.run(keys: plan.keys, window: options.window, rate: plan.rate).get()
-            await waitForDeliveries(recorder)
+            await waitForDeliveries(recorders)
             during = snapshot(warren)
         } else {
             let sockets = clients.sockets
@@ -167,11 +173,8 @@ final class Runner: @unchecked Sendable {
         let after = snapshot(warren)
         if plan.target == .warrenInbox { await deleteInboxes(plan.clients) }
 
-        let (o, d) = (outcome, during)
-        return try await loop.submit {
-            self.result(plan, round: round, recorder: recorder, outcome: o, connectSeconds: connectSeconds,
-                        before: before, connected: connected, during: d, after: after)
-        }.get()
+        return result(plan, round: round, tally: try await Tally(recorders), outcome: outcome, connectSeconds: connectSeconds,
+                      before: before, connected: connected, during: during, after: after)
     }
 
     // MARK: clients
@@ -188,7 +191,7 @@ final class Runner: @unchecked Sendable {
     }
 
     /// Sets up every client, `options.lanes` at a time.
-    func connect(_ plan: RunPlan, recorder: Recorder) async throws -> Clients {
+    func connect(_ plan: RunPlan, recorders: [Recorder]) async throws -> Clients {
         let lanes = max(1, min(options.lanes, plan.clients))
         return try await withThrowingTaskGroup(of: Clients.self) { group in
             for lane in 0..<lanes {
@@ -196,7 +199,7 @@ final class Runner: @unchecked Sendable {
                     var mine = Clients()
                     var i = lane
                     while i < plan.clients {
-                        try await open(plan, index: i, recorder: recorder, into: &mine)
+                        try await open(plan, index: i, recorder: recorders[i % recorders.count], into: &mine)
                         i += lanes
                     }
                     return mine
@@ -235,13 +238,15 @@ final class Runner: @unchecked Sendable {
     }
 
     /// Waits for every expected delivery, or until nothing new arrived for `options.stallSeconds`.
-    func waitForDeliveries(_ recorder: Recorder) async {
-        let loop = recorder.loop
+    func waitForDeliveries(_ recorders: [Recorder]) async {
         var lastCount = -1
         var stalled = 0
         while stalled < options.stallSeconds * 10 {
-            let (finished, count) = (try? await loop.submit { (recorder.unique >= recorder.expected, recorder.unique) }.get()) ?? (true, 0)
-            if finished { break }
+            var count = 0
+            for recorder in recorders {
+                count += (try? await recorder.loop.submit { recorder.unique }.get()) ?? 0
+            }
+            if count >= recorders[0].expected { break }
             if count == lastCount { stalled += 1 } else { stalled = 0; lastCount = count }
             try? await Task.sleep(for: .milliseconds(100))
         }
@@ -256,7 +261,7 @@ final class Runner: @unchecked Sendable {
 
     // MARK: result
 
-    func result(_ plan: RunPlan, round: Int, recorder: Recorder, outcome: BenchPublisher.Outcome?, connectSeconds: Double,
+    func result(_ plan: RunPlan, round: Int, tally recorder: Tally, outcome: BenchPublisher.Outcome?, connectSeconds: Double,
                 before: Snapshot, connected: Snapshot, during: Snapshot, after: Snapshot) -> RunResult {
         let h = recorder.latency
         let ms = { (v: UInt64) in h.totalCount == 0 ? 0 : Double(v) / 1000 }
@@ -291,3 +296,4 @@ final class Runner: @unchecked Sendable {
         return r
     }
 }
+

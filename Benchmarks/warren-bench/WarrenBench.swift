@@ -54,6 +54,8 @@ struct BenchOptions: ParsableArguments {
     var window = 256
     @Option(help: "Clients set up concurrently.")
     var lanes = 64
+    @Option(help: "Event-loop threads the receiving clients are spread over (one recorder each).")
+    var receiveLoops = 2
     @Option(help: "A run ends when nothing new was delivered for this long.")
     var stallSeconds = 10
     @Option(help: "At most this long waiting for the broker to go quiet before each run.")

@@ -51,14 +51,16 @@ final class FrameOutbox: @unchecked Sendable {
             }
             return
         }
-        let outbox: FrameOutbox
-        if let existing = perThread.currentValue {
-            outbox = existing
-        } else {
-            outbox = FrameOutbox(loop: current)
-            perThread.currentValue = outbox
-        }
+        let outbox = Self.outbox(on: current)
         outbox.add(Outgoing(output: output, payload: payload, frame: outbox.encode(payload)))
+    }
+
+    /// The calling thread's outbox; `loop` is the event loop running on it.
+    private static func outbox(on loop: any EventLoop) -> FrameOutbox {
+        if let existing = perThread.currentValue { return existing }
+        let outbox = FrameOutbox(loop: loop)
+        perThread.currentValue = outbox
+        return outbox
     }
 
     /// `payload` as a WebSocket text frame, built once for a run of sends of the same buffer.
@@ -83,6 +85,10 @@ final class FrameOutbox: @unchecked Sendable {
         } else {
             remote.append((target, [outgoing]))
         }
+        scheduleShip()
+    }
+
+    private func scheduleShip() {
         if !scheduled {
             scheduled = true
             loop.execute { self.ship() }
@@ -98,10 +104,14 @@ final class FrameOutbox: @unchecked Sendable {
         remote.removeAll(keepingCapacity: true)
         for batch in batches {
             let frames = batch.frames
-            batch.loop.execute {
-                var written: [WebSocketOutput] = []
-                for outgoing in frames where outgoing.write() { written.append(outgoing.output) }
-                for output in written { output.flushOnLoop() }
+            let target = batch.loop
+            target.execute {
+                // Flushed by the destination thread's own outbox once the tasks already queued
+                // there ran: a socket loop that fell behind and finds several batches waiting
+                // writes each socket once for all of them.
+                let outbox = FrameOutbox.outbox(on: target)
+                for outgoing in frames where outgoing.write() { outbox.toFlush.append(outgoing.output) }
+                outbox.scheduleShip()
             }
         }
     }
