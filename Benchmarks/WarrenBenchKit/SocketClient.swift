@@ -98,6 +98,9 @@ final class BenchSocketHandler: ChannelInboundHandler {
     private var fragments: ByteBuffer?
     /// Inbox deliveries read in this batch, acked together at the end of the read.
     private var pendingAcks: [String] = []
+    /// Whether anything was written since the last flush: a flush with nothing to write still
+    /// costs NIO a trip to the socket, and most reads here write nothing.
+    private var needsFlush = false
 
     init(index: Int, dialect: SocketDialect, recorder: Recorder, ready: EventLoopPromise<Void>) {
         self.index = index
@@ -134,6 +137,7 @@ final class BenchSocketHandler: ChannelInboundHandler {
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
             context.write(wrapOutboundOut(pong), promise: nil)
+            needsFlush = true
         case .connectionClose:
             context.close(promise: nil)
         default:
@@ -152,7 +156,10 @@ final class BenchSocketHandler: ChannelInboundHandler {
             pendingAcks.removeAll(keepingCapacity: true)
             send(context, text)
         }
-        context.flush()
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -207,6 +214,7 @@ final class BenchSocketHandler: ChannelInboundHandler {
         let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(),
                                    data: context.channel.allocator.buffer(string: text))
         context.write(wrapOutboundOut(frame), promise: nil)
+        needsFlush = true
     }
 }
 
