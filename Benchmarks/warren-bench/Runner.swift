@@ -261,25 +261,25 @@ final class Runner: @unchecked Sendable {
 
     // MARK: result
 
-    func result(_ plan: RunPlan, round: Int, tally recorder: Tally, outcome: BenchPublisher.Outcome?, connectSeconds: Double,
+    func result(_ plan: RunPlan, round: Int, tally: Tally, outcome: BenchPublisher.Outcome?, connectSeconds: Double,
                 before: Snapshot, connected: Snapshot, during: Snapshot, after: Snapshot) -> RunResult {
-        let h = recorder.latency
+        let h = tally.latency
         let ms = { (v: UInt64) in h.totalCount == 0 ? 0 : Double(v) / 1000 }
         var r = RunResult(
             scenario: plan.scenario, target: plan.target.rawValue, round: round, clients: plan.clients,
             messages: plan.keys.count, connectSeconds: connectSeconds,
             connectionsPerSecond: connectSeconds > 0 ? Double(plan.clients) / connectSeconds : 0,
-            expected: plan.expected, delivered: recorder.unique, lost: max(0, plan.expected - recorder.unique),
-            duplicates: recorder.duplicates, unexpected: recorder.unexpected, errors: recorder.errors,
-            deliveriesPerSecond: 0, publishFailures: outcome?.failed ?? 0, pollAnswers: recorder.answers,
+            expected: plan.expected, delivered: tally.unique, lost: max(0, plan.expected - tally.unique),
+            duplicates: tally.duplicates, unexpected: tally.unexpected, errors: tally.errors,
+            deliveriesPerSecond: 0, publishFailures: outcome?.failed ?? 0, pollAnswers: tally.answers,
             latencyP50Ms: ms(h.valueAtPercentile(50)), latencyP99Ms: ms(h.valueAtPercentile(99)), latencyMaxMs: ms(h.max),
             before: before, connected: connected, during: during, after: after)
-        if let outcome, recorder.lastDelivery > outcome.started {
-            r.deliveriesPerSecond = Double(recorder.unique) / (Double(recorder.lastDelivery - outcome.started) / 1e9)
+        if let outcome, tally.lastDelivery > outcome.started {
+            r.deliveriesPerSecond = Double(tally.unique) / (Double(tally.lastDelivery - outcome.started) / 1e9)
         }
         let cpu = { (a: ProcessSample?, b: ProcessSample?) -> Double? in
-            guard let a, let b, recorder.unique > 0 else { return nil }
-            return (b.cpuSeconds - a.cpuSeconds) / Double(recorder.unique) * 1e6
+            guard let a, let b, tally.unique > 0 else { return nil }
+            return (b.cpuSeconds - a.cpuSeconds) / Double(tally.unique) * 1e6
         }
         if outcome != nil {
             r.warrenCPUMicrosPerDelivery = cpu(connected.warren, during.warren)
@@ -296,4 +296,3 @@ final class Runner: @unchecked Sendable {
         return r
     }
 }
-

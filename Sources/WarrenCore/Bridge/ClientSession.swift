@@ -233,11 +233,10 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     public func deliverLive(_ delivery: LiveDelivery) {
         guard send(buffer: delivery.frame, route: delivery.routeKey.value) else { return }
-        runtime.metrics.message(delivery.routeClass, via == .poll ? .poll : .ws, .out, bytes: delivery.frame.readableBytes)
-        runtime.metrics.delivered(delivery.routeClass, acceptedAtMilliseconds: delivery.acceptedAt)
+        delivered(delivery.routeClass, bytes: delivery.frame.readableBytes, acceptedAt: delivery.acceptedAt)
     }
 
-    private func delivered(_ route: String, bytes: Int, acceptedAt: Int64) {
+    private func delivered(_ route: RouteClass, bytes: Int, acceptedAt: Int64) {
         runtime.metrics.message(route, via == .poll ? .poll : .ws, .out, bytes: bytes)
         runtime.metrics.delivered(route, acceptedAtMilliseconds: acceptedAt)
     }
@@ -251,7 +250,9 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             return inboxSubs.first?.key ?? routeKey
         }
         let frame = ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered)
-        if send(frame, route: routeKey) { delivered(routeKey, bytes: frame.count, acceptedAt: acceptedAt) }
+        if send(frame, route: routeKey) {
+            delivered(runtime.metrics.routeClass(routeKey), bytes: frame.count, acceptedAt: acceptedAt)
+        }
     }
 
     /// The broker ended the inbox consumer (an operator deleted the queue, say): never
