@@ -29,9 +29,11 @@ struct MultiNodeTests {
             got = messages.first { $0.env?["id"] == ack["id"] }
         }
 
-        // A session created on node A is served by node B.
+        // A session created on node A is served by node B: B buffers its live deliveries from
+        // its first poll there (DESIGN §5).
         let carol = uniqueUser("carol")
         let onA = try await Poller.open(port: nodeA.port, user: carol, subscriptions: #"[{"id":"me","pattern":"\#(mine(carol))"}]"#)
+        #expect(try await onA.poll(wait: 0, on: nodeB.port).messages.isEmpty)
         _ = try await socket.request(#"{"op":"pub","route":"\#(alice).\#(carol)","body":"for carol"}"#, expect: "puback")
         let servedByB = try await onA.poll(wait: 5, on: nodeB.port)
         #expect(servedByB.messages.first?.env?["body"] == .string("for carol"))
@@ -62,8 +64,9 @@ struct MultiNodeTests {
         await daveOnB.close()
     }
 
-    /// A node consumes a session's queue while its client polls there; once the client polls
-    /// another node instead, the first hands back what it buffered, so nothing is stranded.
+    /// A node consumes a session's inbox while its client polls there; once the client polls
+    /// another node instead, the first hands back what it buffered, so no inbox delivery is
+    /// stranded (live subscriptions are at most once: a client that moves may miss those).
     @Test func aClientThatMovesNodesGetsWhatTheFirstNodeBuffered() async throws {
         let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
         let nodeA = try await WarrenInstance.start(exchange: exchange)
@@ -71,8 +74,9 @@ struct MultiNodeTests {
         let nodeB = try await WarrenInstance.start(exchange: exchange)
         defer { Task { await nodeB.stop() } }
         let erin = uniqueUser("erin")
-        let poller = try await Poller.open(port: nodeA.port, user: erin, subscriptions: #"[{"id":"me","pattern":"\#(mine(erin))"}]"#)
-        // A long-poll on A starts A's consumer; it ends empty.
+        let poller = try await Poller.open(port: nodeA.port, user: erin,
+                                           subscriptions: #"[{"id":"me","pattern":"\#(mine(erin))","mode":"inbox"}]"#)
+        // A long-poll on A: A consumes erin's inbox; it ends empty.
         #expect(try await poller.poll(wait: 1).messages.isEmpty)
         // Published now, these go to A's consumer (the only one), though nobody polls A any more.
         var sent = Set<String>()

@@ -142,6 +142,57 @@ struct PollingTests {
         await sender.close()
     }
 
+    static func liveSubscriptions(_ warren: WarrenInstance) async throws -> Int {
+        let stats = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/stats").json
+        return Int(try #require(stats?["subscriptions"]?["live"]?.intValue))
+    }
+
+    /// A node buffers a session's live deliveries between polls, and drops that buffer (and the
+    /// session's subscriptions) after `poll.session_ttl` without a poll: what was buffered is
+    /// gone, and polling again starts afresh.
+    @Test func aLiveBufferIsDroppedAfterTheSessionTTLWithoutAPoll() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_POLL_SESSION_TTL": "5"])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let room = "room.ttl\(UUID().uuidString.prefix(6).lowercased())"
+        let before = try await Self.liveSubscriptions(warren)
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
+        #expect(try await Self.liveSubscriptions(warren) == before + 1)
+        let sender = try await warren.socket(bob)
+        _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"buffered","cid":"b1"}"#, expect: "puback")
+        // Nobody polls: the session goes once its TTL has passed (the subscription gauge says when).
+        var gone = false
+        for _ in 0..<300 where !gone {
+            try await Task.sleep(for: .milliseconds(100))
+            gone = try await Self.liveSubscriptions(warren) == before
+        }
+        #expect(gone, "the idle session's subscription was dropped")
+        // Polling again opens the session afresh: the buffered message is gone, a new one comes.
+        #expect(try await poller.poll(wait: 0).messages.isEmpty)
+        _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"fresh","cid":"b2"}"#, expect: "puback")
+        let (messages, _) = try await poller.poll(wait: 10)
+        #expect(messages.map { $0.env?["body"]?.stringValue } == ["fresh"])
+        await sender.close()
+    }
+
+    /// `DELETE` drops the node's buffer and the session's subscriptions at once.
+    @Test func deleteDropsTheBufferAtOnce() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let room = "room.del\(UUID().uuidString.prefix(6).lowercased())"
+        let before = try await Self.liveSubscriptions(warren)
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
+        let sender = try await warren.socket(bob)
+        _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"buffered","cid":"d1"}"#, expect: "puback")
+        #expect(try await Self.liveSubscriptions(warren) == before + 1)
+        #expect(try await HTTPTestClient.request(.DELETE, port: warren.port, "/v1/poll/\(poller.session)?user=\(alice)").status == 204)
+        #expect(try await Self.liveSubscriptions(warren) == before, "dropped when the 204 was answered")
+        let r = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(poller.session)?user=\(alice)")
+        #expect(r.status == 404)
+        await sender.close()
+    }
+
     @Test func badHTTPInputGetsTheDocumentedStatus() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }

@@ -30,7 +30,8 @@ public struct BridgeLimits: Sendable, Equatable {
 /// The running bridge once the broker link is up: the publisher, the live hub,
 /// inbox access and the rules every session shares.
 public final class BridgeRuntime: Sendable {
-    public let connection: AMQPConnection
+    /// The long-lived channels every session's inbox and every declaration share.
+    public let channels: any ChannelSource
     public let publisher: Publisher
     public let hub: LiveHub
     public let exchange: String
@@ -51,10 +52,10 @@ public final class BridgeRuntime: Sendable {
         metrics.limitHit(.ws, .slowConsumer)
     }
 
-    init(connection: AMQPConnection, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
-         inbox: InboxSettings, policy: AccessPolicy, metrics: WarrenMetrics, logger: Logger) {
+    public init(channels: any ChannelSource, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
+                inbox: InboxSettings, policy: AccessPolicy, metrics: WarrenMetrics, logger: Logger) {
         self.metrics = metrics
-        self.connection = connection
+        self.channels = channels
         self.publisher = publisher
         self.hub = hub
         self.exchange = exchange
@@ -65,42 +66,47 @@ public final class BridgeRuntime: Sendable {
         self.logger = logger
     }
 
-    /// The per-user publish rate, one token per route, for every frontend alike: nil when the
-    /// publish may go on, else the error to answer (counted as a limit hit and a drop).
-    public func admitPublish(_ request: PublishRequest, from user: String, via frontend: Frontend) -> ProtocolError? {
+    /// The one admission path for publishes, whatever the door: every route must be allowed by
+    /// the user's rules (one forbidden route refuses the whole send), then the per-user publish
+    /// rate takes one token per route. Nil when the publish may go on, else the error to answer
+    /// (counted as a drop, and a limit hit for the rate).
+    public func admitPublish(_ request: PublishRequest, from user: String, rules: AccessRules, via frontend: Frontend) -> ProtocolError? {
+        for route in request.routes where !rules.canPublish(route) {
+            metrics.dropped(route.value, .forbidden)
+            return ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: request.cid)
+        }
         guard !users.takePublishes(user, count: request.routes.count) else { return nil }
         metrics.limitHit(frontend, .publishRate)
         metrics.dropped(request.routes.first?.value, .rateLimited)
         return ProtocolError(.rateLimited, "publish rate limit: \(limits.publishRate) a second per user", ref: request.cid)
     }
 
-    /// Sets up the publisher channel and the node's live queue on a connected link.
-    public static func start(connection: AMQPConnection, configuration: BridgeConfiguration, nodeID: String,
+    /// Sets up the publisher channel and the node's live queue on the first connection, and the
+    /// channel pool over all of them.
+    public static func start(connections: [AMQPConnection], configuration: BridgeConfiguration, nodeID: String,
                              metrics: WarrenMetrics, logger: Logger) async throws -> BridgeRuntime {
-        let publishChannel = try await connection.openChannel()
+        let primary = connections[0]
+        let publishChannel = try await primary.openChannel()
         try await publishChannel.confirmSelect()
-        let liveChannel = try await connection.openChannel()
-        let hub = LiveHub(channel: liveChannel, bindChannel: try await connection.openChannel(), queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
-                          metrics: metrics, logger: logger)
+        // The live queue is exclusive to the connection that declared it: its consumer and its
+        // bindings stay on that connection.
+        let hub = LiveHub(channel: try await primary.openChannel(), bindChannel: try await primary.openChannel(),
+                          queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange, metrics: metrics, logger: logger)
         try await hub.start()
-        return BridgeRuntime(connection: connection,
+        let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,
+                               consumptionChannels: configuration.amqp.consumptionChannels)
+        return BridgeRuntime(channels: pool,
                              publisher: Publisher(channel: publishChannel, exchange: configuration.amqp.exchange, metrics: metrics,
-                                                  logger: logger, blockedReason: { connection.blockedReason }),
+                                                  logger: logger, blockedReason: { primary.blockedReason }),
                              hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
                              inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, logger: logger)
     }
 
-    /// Opens a user's inbox on a channel of its own.
+    /// A user's inbox, declared; it consumes once the session starts it.
     func openInbox(user: String, device: String, receiver: any InboxReceiver) async throws -> InboxConsumer {
-        let channel = try await connection.openChannel()
-        let consumer = InboxConsumer(channel: channel, queue: InboxSettings.queueName(user: user, device: device),
+        let consumer = InboxConsumer(channels: channels, queue: InboxSettings.queueName(user: user, device: device),
                                      exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver)
-        do {
-            try await consumer.declare()
-        } catch {
-            try? await channel.close()
-            throw error
-        }
+        try await consumer.declare()
         return consumer
     }
 }

@@ -7,16 +7,16 @@ import ServiceLifecycle
 import Glibc
 #endif
 
-/// Warren's one connection to RabbitMQ, as a service.
+/// Warren's connections to RabbitMQ, as a service.
 ///
-/// It connects (retrying with backoff, one log line per failed attempt, until it
-/// succeeds or the process shuts down), declares the conversation exchange, and
-/// reports readiness. Drops after that are healed by the AMQP client's own
-/// recovery; readiness follows the connection state.
+/// It connects `amqp.connections` links (retrying with backoff, one log line per failed
+/// attempt, until they are up or the process shuts down), declares the conversation exchange,
+/// and reports readiness. Drops after that are healed by the AMQP client's own recovery;
+/// readiness follows the connections' state.
 public final class BrokerLink: Service, Sendable {
     public let configuration: BridgeConfiguration
     public let logger: Logger
-    private let state = NIOLockedValueBox<(connection: AMQPConnection?, topologyReady: Bool, runtime: BridgeRuntime?)>((nil, false, nil))
+    private let state = NIOLockedValueBox<(connections: [AMQPConnection], topologyReady: Bool, runtime: BridgeRuntime?)>(([], false, nil))
     /// This node's id (its live queue is `warren.live.<id>`).
     public let nodeID: String
 
@@ -67,33 +67,42 @@ public final class BrokerLink: Service, Sendable {
     public var isReady: Bool {
         if draining.withLockedValue({ $0 }) { return false }
         return state.withLockedValue { s in
-            guard s.topologyReady, let c = s.connection else { return false }
-            return c.state == .connected
+            guard s.topologyReady, !s.connections.isEmpty else { return false }
+            return s.connections.allSatisfy { $0.state == .connected }
         }
     }
 
-    /// The connection, once established.
-    public var connection: AMQPConnection? { state.withLockedValue { $0.connection } }
+    /// The first connection (publishing, the live queue), once established.
+    public var connection: AMQPConnection? { state.withLockedValue { $0.connections.first } }
 
     public func run() async throws {
-        guard let connection = await connectUntilUp() else { return }
-        state.withLockedValue { $0.connection = connection }
+        var opened: [AMQPConnection] = []
+        for _ in 0..<max(1, configuration.amqp.connections) {
+            guard let connection = await connectUntilUp() else {
+                for c in opened { await c.close() }
+                return
+            }
+            opened.append(connection)
+        }
+        let connections = opened
+        state.withLockedValue { $0.connections = connections }
+        let connection = connections[0]
         let channel = try await connection.openChannel()
         do {
             try await channel.exchangeDeclare(configuration.amqp.exchange, type: "topic", durable: true)
         } catch {
             logger.critical("cannot declare the exchange", metadata: ["exchange": "\(configuration.amqp.exchange)", "error": "\(error)"])
-            await connection.close()
+            for c in connections { await c.close() }
             throw error
         }
         try? await channel.close()
         let runtime: BridgeRuntime
         do {
-            runtime = try await BridgeRuntime.start(connection: connection, configuration: configuration, nodeID: nodeID,
+            runtime = try await BridgeRuntime.start(connections: connections, configuration: configuration, nodeID: nodeID,
                                                     metrics: metrics, logger: logger)
         } catch {
             logger.critical("cannot set up the bridge on the broker", metadata: ["error": "\(error)"])
-            await connection.close()
+            for c in connections { await c.close() }
             throw error
         }
         state.withLockedValue {
@@ -104,28 +113,38 @@ public final class BrokerLink: Service, Sendable {
             "broker": "\(configuration.amqp.client.redactedDescription)",
             "exchange": "\(configuration.amqp.exchange)",
             "node": "\(nodeID)",
+            "connections": "\(connections.count)",
         ])
         metrics.amqpUp(true)
-        let events = connection.events()
         await withGracefulShutdownHandler {
-            for await event in events {
-                switch event {
-                case .recovering(let error):
-                    metrics.amqpUp(false)
-                    logger.warning("broker link lost; recovering", metadata: ["error": "\(error)"])
-                case .connected(let epoch):
-                    metrics.amqpUp(true)
-                    metrics.amqpReconnected()
-                    logger.info("broker link up", metadata: ["epoch": "\(epoch)"])
-                default: break
+            await withTaskGroup(of: Void.self) { group in
+                for (index, connection) in connections.enumerated() {
+                    let events = connection.events()
+                    group.addTask { [self] in
+                        for await event in events {
+                            switch event {
+                            case .recovering(let error):
+                                metrics.amqpUp(false)
+                                logger.warning("broker link lost; recovering", metadata: ["connection": "\(index)", "error": "\(error)"])
+                            case .connected(let epoch):
+                                metrics.amqpReconnected()
+                                // The link is up (and the node ready) once every connection is.
+                                let all = connections.allSatisfy { $0.state == .connected }
+                                metrics.amqpUp(all)
+                                logger.info(all ? "broker link up" : "broker connection up",
+                                            metadata: ["connection": "\(index)", "epoch": "\(epoch)"])
+                            default: break
+                            }
+                        }
+                    }
                 }
             }
         } onGracefulShutdown: { [self] in
             startDraining()
-            // Sockets and polls have been closed by the drain; the link's close requeues anything left.
-            Task { await connection.close() }
+            // Sockets and polls have been closed by the drain; closing the links requeues anything left.
+            Task { for c in connections { await c.close() } }
         }
-        await connection.close()
+        for c in connections { await c.close() }
         metrics.amqpUp(false)
         logger.info("broker link closed")
     }

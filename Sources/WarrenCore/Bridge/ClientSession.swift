@@ -45,6 +45,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     }
 
     private var me: ObjectIdentifier { ObjectIdentifier(self) }
+    /// The door, for metrics and limit counts.
+    var frontend: Frontend { via == .poll ? .poll : .ws }
 
     /// Handles one text frame from the client. Publishes are answered asynchronously
     /// (pubacks may come out of order); everything else in order.
@@ -63,14 +65,18 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         case .ping:
             send(ServerFrame.pong)
         case .sub(let id, let pattern, let mode):
-            await subscribe(id: id, pattern: pattern, mode: mode)
+            do {
+                try await subscribe(id: id, pattern: pattern, mode: mode)
+                send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode))
+            } catch {
+                fail(error)
+            }
         case .unsub(let id):
             await unsubscribe(id: id)
         case .pub(let request):
             publish(request)
         case .ack(let ids):
-            let inbox = state.withLockedValue { $0.inbox }
-            for id in ids where inbox?.ack(envelopeID: id) != true {
+            for id in ids where !ackInbox(envelopeID: id) {
                 fail(ProtocolError(.notFound, "no unacknowledged inbox delivery with this id", ref: id))
             }
         }
@@ -79,7 +85,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// Reports a refused frame, closing the socket (1008) after too many within a minute.
     public func fail(_ error: ProtocolError) {
         send(ServerFrame.error(error))
-        let now = Clock.milliseconds()
+        let now = WallClock.milliseconds()
         let tooMany = state.withLockedValue { s -> Bool in
             // Oldest first: drop the expired ones from the front, and never keep more than
             // the limit needs, so a flood of bad frames costs O(1) each.
@@ -92,7 +98,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             return true
         }
         if tooMany {
-            runtime.metrics.limitHit(.ws, .badFrames)
+            runtime.metrics.limitHit(frontend, .badFrames)
             output.close(code: CloseCode.policy, reason: "too many bad frames")
         }
     }
@@ -104,6 +110,12 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     private func send(buffer: ByteBuffer, route: String?) -> Bool {
         guard !output.send(buffer) else { return true }
+        slowConsumer(route: route)
+        return false
+    }
+
+    /// The output is full: closed once with 4008, counted once.
+    private func slowConsumer(route: String?) {
         let first = state.withLockedValue { s -> Bool in
             defer { s.slowConsumer = true }
             return !s.slowConsumer
@@ -114,23 +126,25 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
                            metadata: ["limit_bytes": "\(runtime.limits.outboundBufferBytes)"])
             output.close(code: CloseCode.slowConsumer, reason: "slow consumer")
         }
-        return false
     }
 
     // MARK: subscriptions
 
-    private func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode) async {
+    /// Adds a subscription: checked against the limits and the user's rules, in effect (binding
+    /// and consumer in place) when this returns. The WebSocket answers `subscribed` then; a poll
+    /// session answers its `201`.
+    public func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode) async throws(ProtocolError) {
         let refusal: ProtocolError? = state.withLockedValue { s in
             if s.subscriptions[id] != nil { return ProtocolError(.conflict, "subscription id already in use", ref: id) }
             if s.subscriptions.count >= runtime.limits.maxSubscriptions {
-                runtime.metrics.limitHit(.ws, .subscriptions)
+                runtime.metrics.limitHit(frontend, .subscriptions)
                 return ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per connection", ref: id)
             }
             return nil
         }
-        if let refusal { return fail(refusal) }
+        if let refusal { throw refusal }
         guard rules.canSubscribe(pattern) else {
-            return fail(ProtocolError(.forbidden, "not allowed to subscribe to \(pattern.value)", ref: id))
+            throw ProtocolError(.forbidden, "not allowed to subscribe to \(pattern.value)", ref: id)
         }
         // Reserve the id while the binding is made.
         state.withLockedValue { $0.subscriptions[id] = Subscription(pattern: pattern, mode: mode) }
@@ -146,10 +160,9 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         } catch {
             state.withLockedValue { _ = $0.subscriptions.removeValue(forKey: id) }
             logger.warning("subscribe failed", metadata: ["error": "\(error)"])
-            return fail(ProtocolError(.unavailable, "the broker could not set up the subscription", ref: id))
+            throw ProtocolError(.unavailable, "the broker could not set up the subscription", ref: id)
         }
         runtime.metrics.subscriptionAdded(mode)
-        send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode))
     }
 
     private func ensureInbox() async throws -> InboxConsumer {
@@ -189,18 +202,14 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     // MARK: publishing
 
     private func publish(_ request: PublishRequest) {
-        for route in request.routes where !rules.canPublish(route) {
-            runtime.metrics.dropped(route.value, .forbidden)
-            return fail(ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: request.cid))
-        }
-        if let refusal = runtime.admitPublish(request, from: user, via: .ws) { return fail(refusal) }
+        if let refusal = runtime.admitPublish(request, from: user, rules: rules, via: frontend) { return fail(refusal) }
         let admitted = state.withLockedValue { s -> Bool in
             guard s.pendingPublishes < runtime.limits.maxPendingPublishes else { return false }
             s.pendingPublishes += 1
             return true
         }
         guard admitted else {
-            runtime.metrics.limitHit(.ws, .pendingPublishes)
+            runtime.metrics.limitHit(frontend, .pendingPublishes)
             runtime.metrics.dropped(request.routes.first?.value, .rateLimited)
             return fail(ProtocolError(.rateLimited, "too many publishes awaiting confirmation", ref: request.cid))
         }
@@ -212,7 +221,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             state.withLockedValue { $0.pendingPublishes -= 1 }
             if error.code == .tooLarge {
                 runtime.metrics.dropped(request.routes.first?.value, .tooLarge)
-                runtime.metrics.limitHit(.ws, .messageSize)
+                runtime.metrics.limitHit(frontend, .messageSize)
             }
             return fail(error)
         }
@@ -232,12 +241,19 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     // MARK: deliveries
 
     public func deliverLive(_ delivery: LiveDelivery) {
-        guard send(buffer: delivery.frame, route: delivery.routeKey.value) else { return }
+        guard deliver(delivery.frame, inboxID: nil, route: delivery.routeKey.value) else { return }
         delivered(delivery.routeClass, bytes: delivery.frame.readableBytes, acceptedAt: delivery.acceptedAt)
     }
 
+    /// A `msg` frame to the output; a full output closes a WebSocket with 4008.
+    private func deliver(_ frame: ByteBuffer, inboxID: String?, route: String) -> Bool {
+        guard !output.deliver(frame, inboxID: inboxID) else { return true }
+        slowConsumer(route: route)
+        return false
+    }
+
     private func delivered(_ route: RouteClass, bytes: Int, acceptedAt: Int64) {
-        runtime.metrics.message(route, via == .poll ? .poll : .ws, .out, bytes: bytes)
+        runtime.metrics.message(route, frontend, .out, bytes: bytes)
         runtime.metrics.delivered(route, acceptedAtMilliseconds: acceptedAt)
     }
 
@@ -249,10 +265,37 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             }
             return inboxSubs.first?.key ?? routeKey
         }
-        let frame = ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered)
-        if send(frame, route: routeKey) {
-            delivered(runtime.metrics.routeClass(routeKey), bytes: frame.count, acceptedAt: acceptedAt)
+        let frame = ByteBuffer(bytes: ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered))
+        if deliver(frame, inboxID: envelopeID, route: routeKey) {
+            delivered(runtime.metrics.routeClass(routeKey), bytes: frame.readableBytes, acceptedAt: acceptedAt)
         }
+    }
+
+    // MARK: inbox control (acks by id on a socket; leases and hand-backs on a poll session)
+
+    /// Acks the inbox delivery that carried `envelopeID`; false if none is outstanding.
+    @discardableResult
+    public func ackInbox(envelopeID: String) -> Bool {
+        state.withLockedValue { $0.inbox }?.ack(envelopeID: envelopeID) == true
+    }
+
+    /// Hands an inbox delivery back to RabbitMQ (its lease ran out): it comes again, redelivered.
+    @discardableResult
+    public func releaseInbox(envelopeID: String) -> Bool {
+        state.withLockedValue { $0.inbox }?.release(envelopeID: envelopeID) == true
+    }
+
+    /// Whether the session has an inbox that is consuming now.
+    public var inboxConsuming: Bool { state.withLockedValue { $0.inbox }?.isConsuming == true }
+
+    /// Stops consuming the inbox, handing back every unacknowledged delivery but `keeping`.
+    public func pauseInbox(keeping: Set<String>) async {
+        await state.withLockedValue { $0.inbox }?.stop(keeping: keeping)
+    }
+
+    /// Consumes the inbox again after ``pauseInbox(keeping:)``.
+    public func resumeInbox() async throws {
+        try await state.withLockedValue { $0.inbox }?.startConsuming()
     }
 
     /// The broker ended the inbox consumer (an operator deleted the queue, say): never

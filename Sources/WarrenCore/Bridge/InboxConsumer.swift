@@ -32,28 +32,41 @@ public protocol InboxReceiver: AnyObject, Sendable {
     func inboxEnded(_ error: AMQPError?)
 }
 
-/// One connected client's inbox: a durable queue bound with its inbox patterns,
-/// consumed on a channel of its own while the client is connected.
+/// One session's inbox: a durable queue bound with its inbox patterns, consumed while the
+/// session is served on this node.
 ///
-/// A delivery is acked to RabbitMQ only when the client acks its envelope id.
-/// Closing the channel at disconnect hands every unacknowledged delivery back
-/// to RabbitMQ at once, so the next connection (on any node) gets it, marked
-/// redelivered.
+/// The consumer shares a channel with other sessions' consumers (``ChannelSource``), with a
+/// prefetch of its own; declarations and bindings go through the administration channels. A
+/// delivery is acked to RabbitMQ only when the client acks its envelope id. When the session
+/// goes, the consumer is cancelled and every delivery not acked is handed back to RabbitMQ
+/// (nack with requeue, one by one: the channel's other consumers are not touched), so the next
+/// connection, on any node, gets it marked redelivered.
 public final class InboxConsumer: AMQPDeliverySink, Sendable {
     public let queue: String
-    let channel: AMQPChannel
+    let channels: any ChannelSource
     let exchange: String
     let settings: InboxSettings
     let metrics: WarrenMetrics
     weak let receiver: (any InboxReceiver)?
     let ids = UUIDv7Generator()
-    private let tags = NIOLockedValueBox<[String: DeliveryTag]>([:])
-    private let consumerTag = NIOLockedValueBox<String?>(nil)
 
-    init(channel: AMQPChannel, queue: String, exchange: String, settings: InboxSettings, metrics: WarrenMetrics,
+    private struct State {
+        /// The consumption channel once consuming started; deliveries are acked on it.
+        var channel: (any BrokerChannel)?
+        var consumerTag: String?
+        /// Unacknowledged deliveries by envelope id, each with the channel it came on (a tag
+        /// means nothing on another channel: acking it there would close that channel).
+        var tags: [String: (tag: DeliveryTag, channel: any BrokerChannel)] = [:]
+        /// Between a cancel and its answer: deliveries still arriving go straight back.
+        var stopping = false
+        var starting = false
+    }
+    private let state = NIOLockedValueBox(State())
+
+    init(channels: any ChannelSource, queue: String, exchange: String, settings: InboxSettings, metrics: WarrenMetrics,
          receiver: any InboxReceiver) {
         self.metrics = metrics
-        self.channel = channel
+        self.channels = channels
         self.queue = queue
         self.exchange = exchange
         self.settings = settings
@@ -62,47 +75,106 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
 
     /// Declares the queue (idempotent: same arguments every time).
     func declare() async throws {
-        try await channel.queueDeclare(queue, durable: true, arguments: settings.arguments, recordForRecovery: false)
-        try await channel.basicQos(prefetchCount: UInt16(clamping: settings.prefetch))
+        try await channels.administration().declareDurable(queue, arguments: settings.arguments)
     }
 
     public func bind(_ pattern: TopicPattern) async throws {
-        try await channel.queueBind(queue: queue, exchange: exchange, routingKey: pattern.value, recordForRecovery: false)
+        try await channels.administration().bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: false)
     }
 
     public func unbind(_ pattern: TopicPattern) async throws {
-        try await channel.queueUnbind(queue: queue, exchange: exchange, routingKey: pattern.value)
+        try await channels.administration().unbind(queue: queue, exchange: exchange, pattern: pattern.value)
     }
+
+    /// Whether a consumer is running (or starting).
+    public var isConsuming: Bool { state.withLockedValue { $0.consumerTag != nil || $0.starting } }
 
     /// Starts consuming if not yet consuming.
     public func startConsuming() async throws {
-        guard consumerTag.withLockedValue({ $0 }) == nil else { return }
-        let tag = try await channel.consume(queue: queue, sink: self)
-        consumerTag.withLockedValue { $0 = tag }
+        guard state.withLockedValue({ s -> Bool in
+            guard s.consumerTag == nil, !s.starting else { return false }
+            s.starting = true
+            return true
+        }) else { return }
+        do {
+            let channel = try await channels.consumption(prefetch: settings.prefetch)
+            state.withLockedValue { $0.channel = channel }
+            let tag = try await channel.startConsumer(queue: queue, sink: self)
+            state.withLockedValue { s in
+                s.consumerTag = tag
+                s.starting = false
+            }
+        } catch {
+            state.withLockedValue { $0.starting = false }
+            throw error
+        }
     }
 
     /// Acks the delivery that carried `envelopeID`; false if none is outstanding.
+    @discardableResult
     public func ack(envelopeID: String) -> Bool {
-        guard let tag = tags.withLockedValue({ $0.removeValue(forKey: envelopeID) }) else { return false }
-        channel.ack(tag)
+        guard let (tag, channel) = take(envelopeID) else { return false }
+        channel.ack(tag, multiple: false)
         return true
     }
 
-    /// Closes the channel: RabbitMQ requeues everything not acked.
-    public func close() async {
-        try? await channel.close()
+    /// Hands the delivery that carried `envelopeID` back to RabbitMQ (a lease ran out); false if
+    /// none is outstanding.
+    @discardableResult
+    public func release(envelopeID: String) -> Bool {
+        guard let (tag, channel) = take(envelopeID) else { return false }
+        channel.nack(tag, multiple: false, requeue: true)
+        return true
     }
 
+    private func take(_ envelopeID: String) -> (DeliveryTag, any BrokerChannel)? {
+        state.withLockedValue { $0.tags.removeValue(forKey: envelopeID) }
+    }
+
+    /// Stops consuming. Deliveries not acked are handed back to RabbitMQ: all of them, or with
+    /// `keeping`, all but those (a poll session's leased batches stay leased until acked or
+    /// released).
+    public func stop(keeping: Set<String> = []) async {
+        let (channel, tag) = state.withLockedValue { s -> ((any BrokerChannel)?, String?) in
+            defer { s.consumerTag = nil }
+            if s.consumerTag != nil { s.stopping = true }
+            return (s.channel, s.consumerTag)
+        }
+        if let channel, let tag { try? await channel.cancel(consumerTag: tag) }
+        let handBack = state.withLockedValue { s in
+            s.stopping = false
+            let back = s.tags.filter { !keeping.contains($0.key) }
+            for id in back.keys { s.tags[id] = nil }
+            return Array(back.values)
+        }
+        for (tag, channel) in handBack { channel.nack(tag, multiple: false, requeue: true) }
+    }
+
+    /// Stops consuming and hands every unacknowledged delivery back.
+    public func close() async { await stop() }
+
     public func deliver(_ message: AMQPMessage) {
+        let back: (any BrokerChannel)? = state.withLockedValue { $0.stopping ? $0.channel : nil }
+        if let back {
+            back.nack(message.deliveryTag, multiple: false, requeue: true)
+            return
+        }
         metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
-        let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? Clock.milliseconds()
+        let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
         let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
-        tags.withLockedValue { $0[id] = message.deliveryTag }
+        state.withLockedValue { s in
+            if let channel = s.channel { s.tags[id] = (message.deliveryTag, channel) }
+        }
         receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, redelivered: message.redelivered,
                                acceptedAt: accepted)
     }
 
+    /// The consumer ended: after our own cancel (nil), or by the broker (the queue was deleted,
+    /// the channel closed). Outstanding tags stay with their channel: acks on a live channel
+    /// still count, and on a closed one they are no-ops.
     public func finish(_ error: AMQPError?) {
+        guard let error else { return }
+        state.withLockedValue { $0.consumerTag = nil }
         receiver?.inboxEnded(error)
     }
 }

@@ -42,30 +42,31 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// Consumes the live queue, and nothing else: RabbitMQ serves a channel's work in order, so
     /// deliveries must not wait behind binding changes (a client churning subscriptions would
     /// otherwise delay every live delivery on the node).
-    let channel: AMQPChannel
+    let channel: any BrokerChannel
     /// Binds and unbinds the live queue's patterns.
-    let bindChannel: AMQPChannel
+    let bindChannel: any BrokerChannel
     let logger: Logger
     let metrics: WarrenMetrics
     let ids = UUIDv7Generator()
     private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
     private let receivers = NIOLockedValueBox<[ObjectIdentifier: any LiveReceiver]>([:])
-    private let serial: SerialExecutor
+    private let serial: SerialJobQueue
 
-    init(channel: AMQPChannel, bindChannel: AMQPChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
+    public init(channel: any BrokerChannel, bindChannel: any BrokerChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
         self.metrics = metrics
         self.channel = channel
         self.bindChannel = bindChannel
         self.queue = queue
         self.exchange = exchange
         self.logger = logger
-        self.serial = SerialExecutor()
+        self.serial = SerialJobQueue()
     }
 
     /// Declares the node's queue and starts consuming (no-ack: live is at most once).
-    func start() async throws {
-        try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true)
-        try await channel.consume(queue: queue, noAck: true, exclusive: true, sink: self)
+    public func start() async throws {
+        try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],
+                                       recordForRecovery: true)
+        _ = try await channel.startConsumer(queue: queue, noAck: true, exclusive: true, sink: self)
     }
 
     /// How many distinct live patterns are bound for this node.
@@ -77,7 +78,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         try await serial.run { [self] in
             let isFirst = trie.withLockedValue { $0.subscribers(of: pattern).isEmpty }
             if isFirst {
-                try await bindChannel.queueBind(queue: queue, exchange: exchange, routingKey: pattern.value)
+                try await bindChannel.bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: true)
             }
             trie.withLockedValue { _ = $0.insert(pattern, subscriber) }
         }
@@ -89,7 +90,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
             let isLast = trie.withLockedValue { $0.remove(pattern, subscriber) }
             if isLast {
                 do {
-                    try await bindChannel.queueUnbind(queue: queue, exchange: exchange, routingKey: pattern.value)
+                    try await bindChannel.unbind(queue: queue, exchange: exchange, pattern: pattern.value)
                 } catch {
                     logger.warning("live unbind failed", metadata: ["error": "\(error)"])
                 }
@@ -108,7 +109,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         let routeClass = metrics.routeClass(message.routingKey)
         metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         guard let key = try? RouteKey(message.routingKey) else { return }
-        let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? Clock.milliseconds()
+        let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
         let envelope = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids).bytes
         // Collect under the locks, deliver outside them.
         var matched: [LiveSubscriber] = []
@@ -138,24 +139,5 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
 
     public func finish(_ error: AMQPError?) {
         if let error { logger.error("live consumer ended", metadata: ["error": "\(error)"]) }
-    }
-}
-
-/// Runs async jobs one at a time, in submission order.
-final class SerialExecutor: Sendable {
-    private let tail = NIOLockedValueBox<Task<Void, Never>?>(nil)
-
-    func run<T: Sendable>(_ job: @escaping @Sendable () async throws -> T) async throws -> T {
-        let (stream, continuation) = AsyncStream<Result<T, Error>>.makeStream()
-        tail.withLockedValue { previous in
-            let before = previous
-            previous = Task {
-                await before?.value
-                do { continuation.yield(.success(try await job())) } catch { continuation.yield(.failure(error)) }
-                continuation.finish()
-            }
-        }
-        for await result in stream { return try result.get() }
-        throw CancellationError()
     }
 }

@@ -10,7 +10,7 @@ import NIOCore
 /// confirmed every route of it; the `(from, cid)` cache makes a retried send
 /// return the first ids instead of publishing twice.
 public final class Publisher: Sendable {
-    let channel: AMQPChannel
+    let channel: any BrokerChannel
     let exchange: String
     let confirmTimeout: Duration
     let ids = UUIDv7Generator()
@@ -23,7 +23,7 @@ public final class Publisher: Sendable {
     /// Tells whether the broker has blocked publishing (a resource alarm).
     let blockedReason: @Sendable () -> String?
 
-    init(channel: AMQPChannel, exchange: String, confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger,
+    public init(channel: any BrokerChannel, exchange: String, confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger,
          blockedReason: @escaping @Sendable () -> String? = { nil }) {
         self.channel = channel
         self.blockedReason = blockedReason
@@ -43,14 +43,14 @@ public final class Publisher: Sendable {
     /// Publishes one envelope per route, stamped with `from` and `via`; returns the ids once
     /// the broker confirmed all of them.
     public func publish(_ request: PublishRequest, from: String, via: Via, maxMessageBytes: Int,
-                        nowMilliseconds: Int64 = Clock.milliseconds()) async throws(ProtocolError) -> [String] {
+                        nowMilliseconds: Int64 = WallClock.milliseconds()) async throws(ProtocolError) -> [String] {
         try await submit(request, from: from, via: via, maxMessageBytes: maxMessageBytes, nowMilliseconds: nowMilliseconds).wait()
     }
 
     /// Writes the publishes now (so one client's sends reach the broker in the order it made
     /// them) and returns a handle to await their confirms.
     public func submit(_ request: PublishRequest, from: String, via: Via, maxMessageBytes: Int,
-                       nowMilliseconds: Int64 = Clock.milliseconds()) throws(ProtocolError) -> PendingPublish {
+                       nowMilliseconds: Int64 = WallClock.milliseconds()) throws(ProtocolError) -> PendingPublish {
         var dedupKey: String?
         if let cid = request.cid {
             if let ids = dedup.withLockedValue({ $0.lookup(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
@@ -170,18 +170,3 @@ public struct PendingPublish: Sendable {
         }
     }
 }
-
-/// Warren's clock: Unix epoch milliseconds.
-public enum Clock {
-    public static func milliseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
-}
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

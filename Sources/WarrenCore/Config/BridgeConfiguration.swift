@@ -16,6 +16,13 @@ public struct BridgeConfiguration: Sendable {
         public var heartbeat: Int = 30
         public var reconnectInitialMilliseconds: Int = 100
         public var reconnectMaxMilliseconds: Int = 10_000
+        /// Broker connections the node's channels are spread over (the first also carries
+        /// publishing and the live queue).
+        public var connections: Int = 2
+        /// Channels shared by declarations, bindings and deletes.
+        public var administrationChannels: Int = 4
+        /// Channels shared by consumers (inboxes, poll sessions), per prefetch value.
+        public var consumptionChannels: Int = 16
         /// The parsed URL plus heartbeat and backoff: what the AMQP client is given.
         public var client: AMQPConfiguration = AMQPConfiguration()
     }
@@ -112,6 +119,11 @@ public struct BridgeConfiguration: Sendable {
             "amqp", "reconnect_initial_ms", default: config.amqp.reconnectInitialMilliseconds, range: 1...600_000)
         config.amqp.reconnectMaxMilliseconds = try source.int(
             "amqp", "reconnect_max_ms", default: config.amqp.reconnectMaxMilliseconds, range: 1...3_600_000)
+        config.amqp.connections = try source.int("amqp", "connections", default: config.amqp.connections, range: 1...64)
+        config.amqp.administrationChannels = try source.int("amqp", "administration_channels",
+                                                            default: config.amqp.administrationChannels, range: 1...256)
+        config.amqp.consumptionChannels = try source.int("amqp", "consumption_channels",
+                                                         default: config.amqp.consumptionChannels, range: 1...1024)
         do {
             var client = try AMQPConfiguration(url: config.amqp.url)
             client.heartbeat = UInt16(config.amqp.heartbeat)
@@ -307,7 +319,9 @@ extension BridgeConfiguration {
         var lines: [String] = []
         lines += ["[amqp]", "url = \(q(amqp.client.redactedDescription))", "exchange = \(q(amqp.exchange))", "prefetch = \(amqp.prefetch)",
                   "heartbeat = \(amqp.heartbeat)", "reconnect_initial_ms = \(amqp.reconnectInitialMilliseconds)",
-                  "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)",
+                  "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)", "connections = \(amqp.connections)",
+                  "administration_channels = \(amqp.administrationChannels)",
+                  "consumption_channels = \(amqp.consumptionChannels)",
                   "tls_ca_file = \(q(amqp.client.tlsOptions.caFile ?? ""))", "tls_cert_file = \(q(amqp.client.tlsOptions.certificateFile ?? ""))",
                   "tls_key_file = \(q(amqp.client.tlsOptions.privateKeyFile ?? ""))",
                   "tls_server_name = \(q(amqp.client.tlsOptions.serverName ?? ""))", ""]

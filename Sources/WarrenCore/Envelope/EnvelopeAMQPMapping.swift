@@ -70,7 +70,7 @@ public enum EnvelopeAMQPMapping {
     /// What clients are handed for a delivery: the envelope's bytes (Warren's own passed through
     /// untouched, anything else translated and encoded once) and its id.
     public static func clientEnvelope(_ message: AMQPMessage, ids: UUIDv7Generator,
-                                      nowMilliseconds: Int64 = Clock.milliseconds()) -> (bytes: ByteBuffer, id: String) {
+                                      nowMilliseconds: Int64 = WallClock.milliseconds()) -> (bytes: ByteBuffer, id: String) {
         let newID = { ids.next(nowMilliseconds: UInt64(nowMilliseconds)) }
         switch incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
                         nowMilliseconds: nowMilliseconds, newID: newID) {

@@ -162,11 +162,11 @@ public final class WarrenMetrics: Sendable {
     }
 
     /// Acceptance (the envelope's `ts`, ms) to now.
-    public func delivered(_ routingKey: String, acceptedAtMilliseconds ts: Int64, now: Int64 = Clock.milliseconds()) {
+    public func delivered(_ routingKey: String, acceptedAtMilliseconds ts: Int64, now: Int64 = WallClock.milliseconds()) {
         delivered(routeClass(routingKey), acceptedAtMilliseconds: ts, now: now)
     }
 
-    public func delivered(_ route: RouteClass, acceptedAtMilliseconds ts: Int64, now: Int64 = Clock.milliseconds()) {
+    public func delivered(_ route: RouteClass, acceptedAtMilliseconds ts: Int64, now: Int64 = WallClock.milliseconds()) {
         let seconds = Double(max(0, now - ts)) / 1000
         let c = route.index
         deliveryLatency[c].recordNanoseconds(Int64(seconds * 1e9))

@@ -1,61 +1,246 @@
 import AMQPClient
-import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
-
-/// One message in a poll answer.
-public struct PollMessage: Sendable {
-    public var sub: String
-    public var envelope: ByteBuffer
-    public var redelivered: Bool
-    public var route: String
-}
 
 /// HTTP polling sessions (DESIGN §5), served by any node.
 ///
-/// A session is a durable queue with `x-expires` (its live patterns) plus, for
-/// inbox subscriptions, the user's inbox queue. A node serving a session consumes
-/// its queues into a buffer while the client keeps polling there (``NodeSession``);
-/// a poll takes what is buffered or waits for the first arrival — no sleeping, no
-/// thread held. What a poll hands out
-/// is leased: acked to RabbitMQ when the client acks the cursor, handed back
-/// when the lease runs out (so a client that moved to another node still gets it).
+/// A poll session is the same ``ClientSession`` a WebSocket has, behind a ``PollOutput`` that
+/// buffers deliveries for the next poll: its live subscriptions are fed by the node's live
+/// fan-out (one broker copy per node, however many pollers), its inbox subscriptions consume
+/// the user's inbox queue on a shared channel. The session string is a signed token naming
+/// the user, device and subscriptions, so any node can open the session at its first poll
+/// there; the node that created it buffers from its `201` on.
+///
+/// What an answer hands out of the inbox is leased under the answer's cursor: acked to
+/// RabbitMQ when the client acks the cursor, handed back when `poll.lease` runs out. A node
+/// stops consuming a session's inbox ``inboxIdleGrace`` after the last poll there (handing
+/// back what waited unanswered, so a client that moved to another node gets it there), and
+/// drops the session after `poll.session_ttl` without a poll. One timer sweeps every session
+/// of the node once a second; a parked poll costs a scheduled timer, no task or thread.
 public final class PollService: Sendable {
+    /// How long a node keeps consuming a session's inbox with nobody polling it here (ms).
+    public static let inboxIdleGrace: Int64 = 5_000
+    /// How long a deleted session stays `not_found` on the node that deleted it (ms).
+    static let tombstoneLifetime: Int64 = 3_600_000
+
     public let runtime: BridgeRuntime
     let settings: PollSettings
     let codec: PollSessionCodec
     let nodeID: String
     let logger: Logger
-    let ids = UUIDv7Generator()
-    private let sessions = NIOLockedValueBox<[String: NodeSession]>([:])
+    let loop: any EventLoop
+    /// Sessions open on this node, by session string.
+    private let sessions = NIOLockedValueBox<[String: PollSession]>([:])
+    /// Session ids deleted here, with when.
+    private let deleted = NIOLockedValueBox<[String: Int64]>([:])
+    private let sweeper = NIOLockedValueBox<RepeatedTask?>(nil)
 
-    public init(runtime: BridgeRuntime, settings: PollSettings, codec: PollSessionCodec, nodeID: String, logger: Logger) {
+    public init(runtime: BridgeRuntime, settings: PollSettings, codec: PollSessionCodec, nodeID: String, logger: Logger,
+                loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) {
         self.runtime = runtime
         self.settings = settings
         self.codec = codec
         self.nodeID = nodeID
         self.logger = logger
+        self.loop = loop
+        let task = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
+            self?.sweep(now: WallClock.milliseconds())
+        }
+        sweeper.withLockedValue { $0 = task }
     }
 
-    var sessionArguments: FieldTable {
-        ["x-expires": .int64(Int64(settings.sessionTTL) * 1000), "x-max-length": .int64(Int64(settings.maxLength)),
-         "x-overflow": .string("drop-head")]
-    }
+    deinit { sweeper.withLockedValue { $0?.cancel() } }
+
+    /// Sessions open on this node.
+    public var sessionCount: Int { sessions.withLockedValue { $0.count } }
+
+    /// Long-polls parked on this node now.
+    public var parkedPolls: Int { sessions.withLockedValue { $0.values.filter { $0.output.hasWaiter }.count } }
 
     // MARK: create / delete
 
-    /// `POST /v1/poll`: checks every subscription against the ACL, creates the queues, returns the session.
+    /// `POST /v1/poll`: checks every subscription, opens the session here (bindings and
+    /// consumers in place before the answer), and returns its string.
     public func create(user: String, device: String, rules: AccessRules, subscriptions: [PollSubscription])
         async throws(ProtocolError) -> (session: String, expiresIn: Int)
     {
+        _ = try validate(subscriptions, rules: rules)
+        let descriptor = PollSessionDescriptor(id: Self.randomID(), user: user, device: device, subscriptions: subscriptions)
+        let token: String
+        do { token = try await codec.encode(descriptor) } catch {
+            throw ProtocolError(.internal, "cannot sign the session: \(error)", ref: nil)
+        }
+        _ = try await open(descriptor, token: token, rules: rules)
+        return (token, settings.sessionTTL)
+    }
+
+    /// `DELETE /v1/poll/<session>`: drops this node's buffer at once and hands the inbox's
+    /// unacknowledged deliveries back (the inbox itself is kept). The session is `not_found`
+    /// here from now on.
+    public func delete(session token: String, user: String) async throws(ProtocolError) {
+        let d = try await descriptor(token, user: user)
+        deleted.withLockedValue { $0[d.id] = WallClock.milliseconds() }
+        let open = sessions.withLockedValue { s -> [PollSession] in
+            let matching = s.filter { $0.value.descriptor.id == d.id }
+            for key in matching.keys { s[key] = nil }
+            return Array(matching.values)
+        }
+        for session in open { await end(session) }
+    }
+
+    /// `POST /v1/poll/<session>/ack` (and `?ack=` on a poll): acks what the answers up to `cursor`
+    /// delivered, if the cursor is this node's; otherwise a no-op (that batch comes back after
+    /// its lease).
+    public func ack(session token: String, user: String, cursor: String) async throws(ProtocolError) {
+        if let open = sessions.withLockedValue({ $0[token] }), open.descriptor.user == user {
+            ack(cursor, on: open)
+            return
+        }
+        _ = try await descriptor(token, user: user)
+    }
+
+    private func ack(_ cursor: String, on session: PollSession) {
+        guard let dot = cursor.lastIndex(of: "."), cursor[..<dot] == nodeID,
+              let seq = UInt64(cursor[cursor.index(after: dot)...]) else { return }
+        for id in session.output.withBuffer({ $0.ack(upTo: seq) }) { session.client.ackInbox(envelopeID: id) }
+    }
+
+    // MARK: polling
+
+    /// `GET /v1/poll/<session>`: every buffered delivery up to `max`, waiting up to `wait`
+    /// seconds for the first.
+    public func poll(session token: String, user: String, rules: AccessRules, wait: Int, max: Int, ack cursor: String?)
+        async throws(ProtocolError) -> (messages: [PollItem], cursor: String)
+    {
+        var found = try await session(for: token, user: user, rules: rules)
+        if !found.pollStarted() {
+            // Ended by the sweeper between the lookup and now: open it afresh.
+            found = try await self.session(for: token, user: user, rules: rules)
+            guard found.pollStarted() else { throw ProtocolError(.unavailable, "the session is being closed; retry", ref: nil) }
+        }
+        let session = found
+        defer { session.pollEnded(now: WallClock.milliseconds()) }
+        if let cursor { ack(cursor, on: session) }
+        if session.hasInbox, !session.client.inboxConsuming {
+            do { try await session.client.resumeInbox() } catch {
+                throw ProtocolError(.unavailable, "the broker could not serve the inbox", ref: nil)
+            }
+        }
+        let wait = min(wait, settings.maxWait)
+        if wait > 0, session.output.withBuffer({ $0.isEmpty }) {
+            logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"])
+            // A drain answers held long-polls at once (with what they have).
+            await withGracefulShutdownHandler {
+                await session.output.wait(timeout: .seconds(Int64(wait)), on: loop)
+            } onGracefulShutdown: {
+                session.output.wake()
+            }
+        }
+        let now = WallClock.milliseconds()
+        let leaseMilliseconds = Int64(settings.lease) * 1000
+        let max = Swift.max(1, min(max, settings.maxBatch))
+        let (items, seq) = session.output.withBuffer { b in
+            let items = b.take(max: max)
+            return (items, b.lease(items, now: now, duration: leaseMilliseconds))
+        }
+        return (items, "\(nodeID).\(seq)")
+    }
+
+    // MARK: sessions on this node
+
+    /// The session open here for `token`, or opened now (its first poll on this node).
+    private func session(for token: String, user: String, rules: AccessRules) async throws(ProtocolError) -> PollSession {
+        if let open = sessions.withLockedValue({ $0[token] }) {
+            // A session that is not the caller's is as unknown as one that does not exist.
+            guard open.descriptor.user == user else { throw ProtocolError(.notFound, "no such session", ref: nil) }
+            return open
+        }
+        let d = try await descriptor(token, user: user)
+        return try await open(d, token: token, rules: rules)
+    }
+
+    /// Opens a session on this node: a ``ClientSession`` with every subscription in effect.
+    private func open(_ d: PollSessionDescriptor, token: String, rules: AccessRules) async throws(ProtocolError) -> PollSession {
+        if deleted.withLockedValue({ $0[d.id] }) != nil { throw ProtocolError(.notFound, "no such session (deleted)", ref: nil) }
+        let parsed = try validate(d.subscriptions, rules: rules)
+        let metrics = runtime.metrics
+        let output = PollOutput(maxLength: settings.maxLength) { _ in metrics.dropped(nil, .slowConsumer) }
+        var logger = self.logger
+        logger[metadataKey: "user"] = "\(d.user)"
+        let client = ClientSession(runtime: runtime, user: d.user, device: d.device, rules: rules, output: output, via: .poll,
+                                   logger: logger)
+        let session = PollSession(descriptor: d, token: token, client: client, output: output, now: WallClock.milliseconds())
+        do {
+            for (id, pattern, mode) in parsed { try await client.subscribe(id: id, pattern: pattern, mode: mode) }
+        } catch {
+            await client.end()
+            throw error
+        }
+        let winner = sessions.withLockedValue { s -> PollSession in
+            if let other = s[token] { return other }
+            s[token] = session
+            return session
+        }
+        if winner !== session { await end(session) }
+        return winner
+    }
+
+    private func end(_ session: PollSession) async {
+        guard session.markEnded() else { return }
+        session.output.close(code: CloseCode.normal, reason: "session ended")
+        await session.client.end()
+    }
+
+    /// Once a second: hands back inbox leases that ran out, stops consuming the inbox of a
+    /// session nobody polls here, and drops sessions idle past `poll.session_ttl`.
+    func sweep(now: Int64) {
+        let ttl = Int64(settings.sessionTTL) * 1000
+        let all = sessions.withLockedValue { Array($0) }
+        var ending: [PollSession] = []
+        var pausing: [PollSession] = []
+        for (token, session) in all {
+            for id in session.output.withBuffer({ $0.expired(now: now) }) { session.client.releaseInbox(envelopeID: id) }
+            let idle = session.idle(now: now)
+            if idle > ttl {
+                let removed = sessions.withLockedValue { s -> Bool in
+                    guard s[token] === session else { return false }
+                    s[token] = nil
+                    return true
+                }
+                if removed { ending.append(session) }
+            } else if idle > Self.inboxIdleGrace, session.hasInbox, session.client.inboxConsuming {
+                pausing.append(session)
+            }
+        }
+        deleted.withLockedValue { d in d = d.filter { now - $0.value < Self.tombstoneLifetime } }
+        guard !ending.isEmpty || !pausing.isEmpty else { return }
+        Task { [self] in
+            for session in ending { await end(session) }
+            for session in pausing {
+                // Leased deliveries stay leased (acked by their cursor or handed back when it
+                // runs out); the ones still waiting for an answer go back to RabbitMQ.
+                await session.client.pauseInbox(keeping: session.output.withBuffer { $0.leasedIDs })
+                _ = session.output.withBuffer { $0.removeWaitingInbox() }
+            }
+        }
+    }
+
+    // MARK: plumbing
+
+    /// The subscriptions, parsed and checked against the user's rules.
+    private func validate(_ subscriptions: [PollSubscription], rules: AccessRules)
+        throws(ProtocolError) -> [(String, TopicPattern, SubscriptionMode)]
+    {
         guard !subscriptions.isEmpty else { throw ProtocolError(.badFrame, "subscriptions must not be empty", ref: nil) }
         guard subscriptions.count <= runtime.limits.maxSubscriptions else {
+            runtime.metrics.limitHit(.poll, .subscriptions)
             throw ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per session", ref: nil)
         }
         var seen = Set<String>()
-        var parsed: [(PollSubscription, TopicPattern, SubscriptionMode)] = []
+        var parsed: [(String, TopicPattern, SubscriptionMode)] = []
         for s in subscriptions {
             guard !s.id.isEmpty, s.id.utf8.count <= 64 else { throw ProtocolError(.badFrame, "subscription ids are 1-64 bytes", ref: s.id) }
             guard seen.insert(s.id).inserted else { throw ProtocolError(.conflict, "duplicate subscription id", ref: s.id) }
@@ -63,94 +248,9 @@ public final class PollService: Sendable {
             let pattern: TopicPattern
             do { pattern = try TopicPattern(s.pattern) } catch { throw ProtocolError(.badRoute, error.description, ref: s.id) }
             guard rules.canSubscribe(pattern) else { throw ProtocolError(.forbidden, "not allowed to subscribe to \(s.pattern)", ref: s.id) }
-            parsed.append((s, pattern, mode))
+            parsed.append((s.id, pattern, mode))
         }
-        let descriptor = PollSessionDescriptor(id: Self.randomID(), user: user, device: device, subscriptions: subscriptions)
-        do {
-            let channel = try await runtime.connection.openChannel()
-            defer { Task { try? await channel.close() } }
-            try await channel.queueDeclare(descriptor.queue, durable: true, arguments: sessionArguments, recordForRecovery: false)
-            let inboxQueue = InboxSettings.queueName(user: user, device: device)
-            if parsed.contains(where: { $0.2 == .inbox }) {
-                try await channel.queueDeclare(inboxQueue, durable: true, arguments: runtime.inbox.arguments, recordForRecovery: false)
-            }
-            for (_, pattern, mode) in parsed {
-                try await channel.queueBind(queue: mode == .live ? descriptor.queue : inboxQueue, exchange: runtime.exchange,
-                                            routingKey: pattern.value, recordForRecovery: false)
-            }
-            return (try await codec.encode(descriptor), settings.sessionTTL)
-        } catch {
-            logger.warning("poll session setup failed", metadata: ["error": "\(error)"])
-            throw ProtocolError(.unavailable, "the broker could not set up the session", ref: nil)
-        }
-    }
-
-    /// `DELETE /v1/poll/<session>`: deletes the session's queue (an inbox is kept).
-    public func delete(session token: String, user: String) async throws(ProtocolError) {
-        let d = try await descriptor(token, user: user)
-        let state = sessions.withLockedValue { $0.removeValue(forKey: d.id) }
-        await state?.close()
-        do {
-            let channel = try await runtime.connection.openChannel()
-            defer { Task { try? await channel.close() } }
-            try await channel.queueDelete(d.queue)
-        } catch {
-            throw ProtocolError(.unavailable, "the broker could not delete the session", ref: nil)
-        }
-    }
-
-    /// `POST /v1/poll/<session>/ack` (and `?ack=` on a poll): acks what the answers up to `cursor` delivered.
-    public func ack(session token: String, user: String, cursor: String) async throws(ProtocolError) {
-        let d = try await descriptor(token, user: user)
-        sessions.withLockedValue { $0[d.id] }?.ack(cursor: cursor)
-    }
-
-    // MARK: polling
-
-    /// `GET /v1/poll/<session>`: up to `max` messages, waiting up to `wait` seconds for the first.
-    public func poll(session token: String, user: String, wait: Int, max: Int, ack cursor: String?)
-        async throws(ProtocolError) -> (messages: [PollMessage], cursor: String)
-    {
-        let d = try await descriptor(token, user: user)
-        let state = try await nodeSession(d)
-        if let cursor { state.ack(cursor: cursor) }
-        let wait = min(wait, settings.maxWait)
-        let max = Swift.max(1, min(max, settings.maxBatch))
-        do {
-            return try await state.serial.run { [self] in
-                let deliveries = try await state.take(max: max, wait: .seconds(Int64(wait)))
-                let cursor = state.lease(deliveries, for: .seconds(Int64(settings.lease)))
-                let messages = deliveries.map { message($0, d) }
-                for m in messages {
-                    runtime.metrics.message(m.route, .poll, .out, bytes: m.envelope.readableBytes)
-                }
-                return (messages, cursor)
-            }
-        } catch let error as ProtocolError {
-            throw error
-        } catch {
-            // The session's channel broke (its queue expired or was deleted, or the link dropped):
-            // forget it and close its channel, so nothing stays leased or consuming on it.
-            if let dropped = sessions.withLockedValue({ $0.removeValue(forKey: d.id) }) { await dropped.close() }
-            if case AMQPError.channelClosed(let reason) = error, reason.replyCode == ReplyCode.notFound {
-                throw ProtocolError(.notFound, "no such session (expired or deleted)", ref: nil)
-            }
-            throw ProtocolError(.unavailable, "the broker could not serve the poll", ref: nil)
-        }
-    }
-
-    private func message(_ delivery: (queue: String, message: AMQPMessage), _ d: PollSessionDescriptor) -> PollMessage {
-        let m = delivery.message
-        runtime.metrics.message(m.routingKey, .amqp, .in, bytes: m.body.readableBytes)
-        runtime.metrics.delivered(m.routingKey, acceptedAtMilliseconds: EnvelopeAMQPMapping.acceptedAt(m.properties) ?? Clock.milliseconds())
-        let envelope = EnvelopeAMQPMapping.clientEnvelope(m, ids: ids).bytes
-        let mode: SubscriptionMode = delivery.queue == d.queue ? .live : .inbox
-        let key = try? RouteKey(m.routingKey)
-        let candidates = d.subscriptions.filter { $0.mode == mode.rawValue }
-        let match = candidates.first { s in key.map { (try? TopicPattern(s.pattern))?.matches($0) ?? false } ?? false }
-        let sub = match ?? candidates.first
-        return PollMessage(sub: sub.map { $0.id.isEmpty ? $0.pattern : $0.id } ?? m.routingKey, envelope: envelope,
-                           redelivered: m.redelivered, route: m.routingKey)
+        return parsed
     }
 
     private func descriptor(_ token: String, user: String) async throws(ProtocolError) -> PollSessionDescriptor {
@@ -161,32 +261,6 @@ public final class PollService: Sendable {
         return d
     }
 
-    private func nodeSession(_ d: PollSessionDescriptor) async throws(ProtocolError) -> NodeSession {
-        if let existing = sessions.withLockedValue({ $0[d.id] }) { return existing }
-        let channel: AMQPChannel
-        do {
-            channel = try await runtime.connection.openChannel()
-            // The session must still exist: a passive declare fails with 404 otherwise.
-            try await channel.queueDeclare(d.queue, passive: true)
-        } catch AMQPError.channelClosed(let reason) where reason.replyCode == ReplyCode.notFound {
-            throw ProtocolError(.notFound, "no such session (expired or deleted)", ref: nil)
-        } catch {
-            throw ProtocolError(.unavailable, "the broker is not reachable", ref: nil)
-        }
-        var queues = [d.queue]
-        if d.subscriptions.contains(where: { $0.mode == SubscriptionMode.inbox.rawValue }) {
-            queues.insert(InboxSettings.queueName(user: d.user, device: d.device), at: 0)
-        }
-        let state = NodeSession(id: d.id, nodeID: nodeID, channel: channel, queues: queues, prefetch: settings.maxBatch, logger: logger)
-        let winner = sessions.withLockedValue { s -> NodeSession in
-            if let other = s[d.id] { return other }
-            s[d.id] = state
-            return state
-        }
-        if winner !== state { await state.close() }
-        return winner
-    }
-
     static func randomID() -> String {
         var rng = SystemRandomNumberGenerator()
         return (0..<2).map { _ in String(rng.next(), radix: 16).leftPadded(to: 16) }.joined()
@@ -195,222 +269,4 @@ public final class PollService: Sendable {
 
 extension String {
     func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
-}
-
-/// A session's state on this node: its channel, consumers and buffer, the leased batches,
-/// a serial lane for polls.
-///
-/// The first long-poll starts a consumer on each of the session's queues (prefetch
-/// `poll.max_batch`) that stays while the client keeps polling here: deliveries collect in a
-/// buffer, and a poll takes what is buffered or waits for the first arrival. A poll then
-/// costs no broker round trip at all, where `basic.get` cost one per message and a consumer
-/// per poll two more; under load that decides whether hundreds of pollers keep up. A node
-/// stops consuming ``idleGrace`` after the last poll here ended and hands what it buffered
-/// back to RabbitMQ, so a client that moved to another node gets it there.
-final class NodeSession: Sendable {
-    /// How long a node keeps consuming for a session nobody polls here any more.
-    static let idleGrace: Duration = .seconds(5)
-
-    let id: String
-    let nodeID: String
-    let channel: AMQPChannel
-    /// Inbox queue first (if any), then the session's own queue.
-    let queues: [String]
-    let prefetch: UInt16
-    let serial = SerialExecutor()
-    let logger: Logger
-    let buffer = PollBuffer()
-    private let batches = NIOLockedValueBox<(next: UInt64, leased: [UInt64: [DeliveryTag]])>((1, [:]))
-    /// The running consumers' tags (empty: not consuming), and a count of polls for the idle timer.
-    private let consumers = NIOLockedValueBox<(tags: [String], polls: UInt64)>(([], 0))
-
-    init(id: String, nodeID: String, channel: AMQPChannel, queues: [String], prefetch: Int, logger: Logger) {
-        self.logger = logger
-        self.id = id
-        self.nodeID = nodeID
-        self.channel = channel
-        self.queues = queues
-        self.prefetch = UInt16(clamping: max(1, prefetch))
-    }
-
-    /// What is waiting now, or — if nothing is and `wait` > 0 — what arrives first.
-    func take(max: Int, wait: Duration) async throws -> [(queue: String, message: AMQPMessage)] {
-        let poll = consumers.withLockedValue { c -> UInt64 in
-            c.polls += 1
-            return c.polls
-        }
-        defer { armIdleTimer(after: poll) }
-        buffer.rearm()
-        if consumers.withLockedValue({ $0.tags.isEmpty }) || buffer.consumerEnded {
-            guard wait > .zero else {
-                // An interval poll on a node not consuming for the session: take what is there.
-                var taken: [(queue: String, message: AMQPMessage)] = []
-                for queue in queues {
-                    while taken.count < max, let m = try await channel.get(queue: queue) { taken.append((queue, m)) }
-                }
-                return taken
-            }
-            try await startConsuming()
-        }
-        var taken = buffer.take(max: max)
-        guard taken.isEmpty, wait > .zero else { return taken }
-        logger.debug("long-poll waiting", metadata: ["session": "\(id.prefix(8))"])
-        // A drain answers held long-polls at once (with what they have).
-        await withGracefulShutdownHandler {
-            await buffer.wait(timeout: wait)
-        } onGracefulShutdown: {
-            self.buffer.wake()
-        }
-        taken = buffer.take(max: max)
-        return taken
-    }
-
-    private func startConsuming() async throws {
-        buffer.consumerEnded = false
-        try await channel.basicQos(prefetchCount: prefetch)
-        var tags: [String] = []
-        for queue in queues {
-            tags.append(try await channel.consume(queue: queue, sink: buffer.sink(for: queue)))
-        }
-        consumers.withLockedValue { $0.tags = tags }
-    }
-
-    /// After ``idleGrace`` without another poll here: stop consuming and hand the buffer back.
-    private func armIdleTimer(after poll: UInt64) {
-        Task { [weak self] in
-            guard (try? await Task.sleep(for: Self.idleGrace)) != nil, let self else { return }
-            try? await self.serial.run {
-                let tags = self.consumers.withLockedValue { c -> [String] in
-                    guard c.polls == poll else { return [] }
-                    defer { c.tags = [] }
-                    return c.tags
-                }
-                guard !tags.isEmpty else { return }
-                for tag in tags { try? await self.channel.cancel(consumerTag: tag) }
-                for m in self.buffer.takeAll() { self.channel.reject(m.message.deliveryTag, requeue: true) }
-            }
-        }
-    }
-
-    /// Leases `deliveries` under a new cursor; they go back to RabbitMQ when the lease runs out.
-    func lease(_ deliveries: [(queue: String, message: AMQPMessage)], for duration: Duration) -> String {
-        let seq = batches.withLockedValue { b -> UInt64 in
-            let seq = b.next
-            b.next += 1
-            if !deliveries.isEmpty { b.leased[seq] = deliveries.map(\.message.deliveryTag) }
-            return seq
-        }
-        if !deliveries.isEmpty {
-            Task { [weak self] in
-                guard (try? await Task.sleep(for: duration)) != nil else { return }
-                self?.expire(seq)
-            }
-        }
-        return "\(nodeID).\(seq)"
-    }
-
-    /// Acks every batch up to `cursor`, if the cursor is this node's; otherwise a no-op.
-    func ack(cursor: String) {
-        guard let dot = cursor.lastIndex(of: "."), cursor[..<dot] == nodeID, let seq = UInt64(cursor[cursor.index(after: dot)...]) else {
-            return
-        }
-        let tags = batches.withLockedValue { b -> [DeliveryTag] in
-            let due = b.leased.keys.filter { $0 <= seq }
-            return due.flatMap { b.leased.removeValue(forKey: $0) ?? [] }
-        }
-        for tag in tags { channel.ack(tag) }
-    }
-
-    private func expire(_ seq: UInt64) {
-        guard let tags = batches.withLockedValue({ $0.leased.removeValue(forKey: seq) }) else { return }
-        for tag in tags { channel.nack(tag, requeue: true) }
-    }
-
-    func close() async { try? await channel.close() }
-}
-
-/// Deliveries of a session's consumers on this node, waiting for the next poll.
-final class PollBuffer: Sendable {
-    private struct State {
-        var items: [(queue: String, message: AMQPMessage)] = []
-        var waiter: CheckedContinuation<Void, Never>?
-        var woken = false
-        var consumerEnded = false
-    }
-    private let state = NIOLockedValueBox(State())
-
-    final class Sink: AMQPDeliverySink {
-        let buffer: PollBuffer
-        let queue: String
-        init(buffer: PollBuffer, queue: String) {
-            self.buffer = buffer
-            self.queue = queue
-        }
-        func deliver(_ message: AMQPMessage) { buffer.add(queue, message) }
-        func finish(_ error: AMQPError?) {
-            buffer.consumerEnded = true
-            buffer.wake()
-        }
-    }
-
-    func sink(for queue: String) -> Sink { Sink(buffer: self, queue: queue) }
-
-    /// A consumer ended (cancelled by the broker, its channel closed): the next poll starts anew.
-    var consumerEnded: Bool {
-        get { state.withLockedValue { $0.consumerEnded } }
-        set { state.withLockedValue { $0.consumerEnded = newValue } }
-    }
-
-    func add(_ queue: String, _ message: AMQPMessage) {
-        state.withLockedValue { $0.items.append((queue, message)) }
-        wake()
-    }
-
-    /// Wakes the waiting poll, or the next one to wait (a drain that came first).
-    func wake() {
-        let w = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
-            s.woken = true
-            defer { s.waiter = nil }
-            return s.waiter
-        }
-        w?.resume()
-    }
-
-    /// Forgets an earlier wake, at the start of a poll.
-    func rearm() { state.withLockedValue { $0.woken = false } }
-
-    /// Waits until something is buffered, ``wake()`` is called, or `timeout` passes.
-    func wait(timeout: Duration) async {
-        let timer = Task { [weak self] in
-            // A cancelled timer (the wait ended otherwise) must not wake anyone.
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            self?.wake()
-        }
-        defer { timer.cancel() }
-        await withCheckedContinuation { c in
-            let now = state.withLockedValue { s -> Bool in
-                if s.woken || !s.items.isEmpty { return true }
-                s.waiter = c
-                return false
-            }
-            if now { c.resume() }
-        }
-    }
-
-    /// Up to `max` buffered deliveries, oldest first; the rest stay for the next poll.
-    func take(max: Int) -> [(queue: String, message: AMQPMessage)] {
-        state.withLockedValue { s in
-            let n = min(max, s.items.count)
-            let taken = Array(s.items.prefix(n))
-            s.items.removeFirst(n)
-            return taken
-        }
-    }
-
-    func takeAll() -> [(queue: String, message: AMQPMessage)] {
-        state.withLockedValue { s in
-            defer { s.items.removeAll() }
-            return s.items
-        }
-    }
 }

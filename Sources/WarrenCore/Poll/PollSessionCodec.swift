@@ -16,13 +16,11 @@ public struct PollSubscription: Sendable, Equatable, Codable {
 
 /// What a session token carries, so that any node can serve any session.
 public struct PollSessionDescriptor: Sendable, Equatable {
-    /// Random; names the session's queue `warren.poll.<id>`.
+    /// Random: tells sessions apart (and a deleted one from a new one).
     public var id: String
     public var user: String
     public var device: String
     public var subscriptions: [PollSubscription]
-
-    public var queue: String { "warren.poll.\(id)" }
 }
 
 struct PollSessionClaims: JWTPayload {
@@ -36,8 +34,7 @@ struct PollSessionClaims: JWTPayload {
 /// Turns a session descriptor into the opaque session string and back.
 ///
 /// The string is an HS256-signed JWT, so a node can trust the user, device and
-/// subscriptions it names without any shared store; the session's liveness is its
-/// queue on the broker. The key is `auth.secret` when set (every node shares it),
+/// subscriptions it names without any shared store. The key is `auth.secret` when set (every node shares it),
 /// else a fixed development key — acceptable only because `auth.mode = "none"`
 /// trusts `?user=` anyway.
 public final class PollSessionCodec: Sendable {

@@ -1,5 +1,8 @@
 /// Frames Warren sends to WebSocket clients, encoded straight to bytes.
 public enum ServerFrame {
+    /// How every `msg` frame begins (a poll answer's items are the rest of it after `{`).
+    public static let messagePrefix: StaticString = "{\"op\":\"msg\","
+
     public static func subscribed(id: String, pattern: String, mode: SubscriptionMode) -> [UInt8] {
         var w = JSONWriter(capacity: 96)
         w.raw("{\"op\":\"subscribed\",\"id\":")
@@ -62,7 +65,8 @@ public enum ServerFrame {
     /// `{"op":"msg","sub":…,"env":…}` around already-encoded envelope bytes (never re-encoded).
     public static func message(sub: String, envelope: some Collection<UInt8>, redelivered: Bool) -> [UInt8] {
         var w = JSONWriter(capacity: envelope.count + sub.utf8.count + 48)
-        w.raw("{\"op\":\"msg\",\"sub\":")
+        w.raw(messagePrefix)
+        w.raw("\"sub\":")
         w.string(sub)
         w.raw(",\"env\":")
         var bytes = w.bytes

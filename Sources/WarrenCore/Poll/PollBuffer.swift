@@ -1,0 +1,92 @@
+/// What a poll session holds on one node between polls: deliveries waiting for the next
+/// answer, and the inbox deliveries answers handed out, leased under cursors.
+///
+/// A pure value (events in, results out), unit-tested without I/O; ``PollOutput`` keeps it
+/// under a lock and parks the long-poll waiting on it.
+public struct PollBuffer: Sendable {
+    /// Live deliveries kept at most (`poll.max_length`); past it the oldest live one goes
+    /// (live is at most once). Inbox deliveries are bounded by the inbox prefetch instead.
+    public let maxLength: Int
+    private var items: [PollItem] = []
+    private var head = 0
+    private var live = 0
+    private var leases: [UInt64: Lease] = [:]
+    private var nextLease: UInt64 = 1
+
+    struct Lease: Sendable {
+        var ids: [String]
+        var expires: Int64
+    }
+
+    public init(maxLength: Int) { self.maxLength = max(1, maxLength) }
+
+    /// Deliveries waiting for an answer.
+    public var count: Int { items.count - head }
+    public var isEmpty: Bool { count == 0 }
+
+    /// Adds a delivery; true when the oldest live one was dropped to make room.
+    public mutating func add(_ item: PollItem) -> Bool {
+        items.append(item)
+        guard item.inboxID == nil else { return false }
+        live += 1
+        guard live > maxLength, let oldest = items[head...].firstIndex(where: { $0.inboxID == nil }) else { return false }
+        items.remove(at: oldest)
+        live -= 1
+        return true
+    }
+
+    /// Up to `max` deliveries, oldest first; the rest wait for the next answer.
+    public mutating func take(max: Int) -> [PollItem] {
+        let n = Swift.min(Swift.max(0, max), count)
+        let taken = Array(items[head..<(head + n)])
+        head += n
+        live -= taken.lazy.filter { $0.inboxID == nil }.count
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 1024, head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return taken
+    }
+
+    /// Leases the inbox deliveries among `answered` until `now + duration` (ms) under a new
+    /// cursor sequence number. Every answer gets one, with or without inbox deliveries.
+    public mutating func lease(_ answered: [PollItem], now: Int64, duration: Int64) -> UInt64 {
+        let seq = nextLease
+        nextLease += 1
+        let ids = answered.compactMap(\.inboxID)
+        if !ids.isEmpty { leases[seq] = Lease(ids: ids, expires: now + duration) }
+        return seq
+    }
+
+    /// Acknowledges every lease up to `seq`: the envelope ids to ack to RabbitMQ. An old or
+    /// unknown `seq` acks what is still leased up to it, possibly nothing.
+    public mutating func ack(upTo seq: UInt64) -> [String] {
+        let due = leases.keys.filter { $0 <= seq }.sorted()
+        return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
+    }
+
+    /// Leases that ran out by `now`: the envelope ids to hand back to RabbitMQ.
+    public mutating func expired(now: Int64) -> [String] {
+        let due = leases.filter { $0.value.expires <= now }.keys.sorted()
+        return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
+    }
+
+    /// Removes the inbox deliveries waiting for an answer (the node stops consuming the inbox
+    /// and hands them back) and returns their ids.
+    public mutating func removeWaitingInbox() -> [String] {
+        let ids = items[head...].compactMap(\.inboxID)
+        guard !ids.isEmpty else { return [] }
+        items = items[head...].filter { $0.inboxID == nil }
+        head = 0
+        return ids
+    }
+
+    /// Envelope ids leased and not yet acked or expired.
+    public var leasedIDs: Set<String> { Set(leases.values.flatMap(\.ids)) }
+
+    /// Whether any lease is outstanding.
+    public var hasLeases: Bool { !leases.isEmpty }
+}

@@ -1,0 +1,60 @@
+import NIOConcurrencyHelpers
+
+/// A poll session as served on this node: the same ``ClientSession`` a WebSocket has (its
+/// subscriptions, ACL, limits, live fan-out and inbox acks), behind a ``PollOutput``.
+final class PollSession: Sendable {
+    let descriptor: PollSessionDescriptor
+    /// The session string it was opened with (a later poll with the same string needs no new
+    /// signature check).
+    let token: String
+    let client: ClientSession
+    let output: PollOutput
+
+    private struct Activity {
+        /// Polls being served now.
+        var polls = 0
+        /// When the last poll here ended (or the session was opened), ms.
+        var lastSeen: Int64
+        var ended = false
+    }
+    private let activity: NIOLockedValueBox<Activity>
+
+    init(descriptor: PollSessionDescriptor, token: String, client: ClientSession, output: PollOutput, now: Int64) {
+        self.descriptor = descriptor
+        self.token = token
+        self.client = client
+        self.output = output
+        self.activity = NIOLockedValueBox(Activity(lastSeen: now))
+    }
+
+    var hasInbox: Bool { descriptor.subscriptions.contains { $0.mode == SubscriptionMode.inbox.rawValue } }
+
+    /// A poll starts here; false if the session has ended meanwhile.
+    func pollStarted() -> Bool {
+        activity.withLockedValue { a in
+            guard !a.ended else { return false }
+            a.polls += 1
+            return true
+        }
+    }
+
+    func pollEnded(now: Int64) {
+        activity.withLockedValue { a in
+            a.polls -= 1
+            a.lastSeen = now
+        }
+    }
+
+    /// How long nobody has polled here (0 while a poll is being served), in ms.
+    func idle(now: Int64) -> Int64 {
+        activity.withLockedValue { a in a.polls > 0 ? 0 : now - a.lastSeen }
+    }
+
+    /// Marks the session ended; true the first time.
+    func markEnded() -> Bool {
+        activity.withLockedValue { a in
+            defer { a.ended = true }
+            return !a.ended
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+@testable import WarrenCore
+
+/// A broker channel that records what the bridge asks of it and lets a test hand deliveries
+/// to its consumers, so session, live-hub and inbox logic run event by event with no socket.
+final class FakeChannel: BrokerChannel {
+    let name: String
+    private struct State {
+        var calls: [String] = []
+        var consumers: [String: AMQPDeliverySink] = [:]
+        var nextTag: UInt64 = 0
+        var nextConsumer = 0
+        var failNext: AMQPError?
+    }
+    private let state = NIOLockedValueBox(State())
+
+    init(_ name: String) { self.name = name }
+
+    var closeReason: AMQPError? { nil }
+    var calls: [String] { state.withLockedValue { $0.calls } }
+    var consumerTags: [String] { state.withLockedValue { Array($0.consumers.keys).sorted() } }
+
+    private func record(_ call: String) throws {
+        try state.withLockedValue { s in
+            s.calls.append(call)
+            if let e = s.failNext {
+                s.failNext = nil
+                throw e
+            }
+        }
+    }
+
+    /// The next call fails with `error`.
+    func failNext(_ error: AMQPError) { state.withLockedValue { $0.failNext = error } }
+
+    func queueDeclare(_ name: String, durable: Bool, exclusive: Bool, autoDelete: Bool, passive: Bool, arguments: FieldTable,
+                      recordForRecovery: Bool) async throws -> QueueDeclareOk {
+        try record("declare \(name)")
+        return QueueDeclareOk(queue: name, messageCount: 0, consumerCount: 0)
+    }
+    func queueBind(queue: String, exchange: String, routingKey: String, arguments: FieldTable, recordForRecovery: Bool) async throws {
+        try record("bind \(queue) \(routingKey)")
+    }
+    func queueUnbind(queue: String, exchange: String, routingKey: String, arguments: FieldTable) async throws {
+        try record("unbind \(queue) \(routingKey)")
+    }
+    func queueDelete(_ name: String, ifUnused: Bool, ifEmpty: Bool) async throws -> UInt32 {
+        try record("delete \(name)")
+        return 0
+    }
+    func consume(queue: String, consumerTag: String?, noAck: Bool, exclusive: Bool, arguments: FieldTable,
+                 sink: AMQPDeliverySink) async throws -> String {
+        try record("consume \(queue)")
+        return state.withLockedValue { s in
+            s.nextConsumer += 1
+            let tag = consumerTag ?? "\(name)-c\(s.nextConsumer)"
+            s.consumers[tag] = sink
+            return tag
+        }
+    }
+    func cancel(consumerTag: String) async throws {
+        try record("cancel \(consumerTag)")
+        let sink = state.withLockedValue { $0.consumers.removeValue(forKey: consumerTag) }
+        sink?.finish(nil)
+    }
+    func ack(_ tag: DeliveryTag, multiple: Bool) { try? record("ack \(tag.value)") }
+    func nack(_ tag: DeliveryTag, multiple: Bool, requeue: Bool) { try? record("nack \(tag.value)\(requeue ? " requeue" : "")") }
+
+    func startPublish(_ body: ByteBuffer, exchange: String, routingKey: String, mandatory: Bool, properties: BasicProperties,
+                      timeout: TimeAmount?) throws -> EventLoopPromise<Void> {
+        try record("publish \(routingKey)")
+        let promise = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
+        promise.succeed(())
+        return promise
+    }
+    func returns() -> AsyncStream<AMQPReturnedMessage> { AsyncStream { $0.finish() } }
+
+    /// Hands a message to the consumer `consumerTag`, as the broker would; returns its delivery tag.
+    @discardableResult
+    func deliver(to consumerTag: String, routingKey: String, body: String, messageID: String? = nil,
+                 redelivered: Bool = false) -> UInt64 {
+        let (sink, tag) = state.withLockedValue { s -> (AMQPDeliverySink?, UInt64) in
+            s.nextTag += 1
+            return (s.consumers[consumerTag], s.nextTag)
+        }
+        sink?.deliver(AMQPMessage(body: ByteBuffer(string: body),
+                                  properties: BasicProperties(contentType: "text/plain", messageID: messageID),
+                                  exchange: "chat", routingKey: routingKey, redelivered: redelivered,
+                                  deliveryTag: DeliveryTag(epoch: 1, value: tag), consumerTag: consumerTag))
+        return tag
+    }
+}
+
+/// Channels for a test: one administration channel and one consumption channel per prefetch.
+final class FakeChannels: ChannelSource {
+    let admin = FakeChannel("admin")
+    private let consumers = NIOLockedValueBox<[Int: FakeChannel]>([:])
+
+    func administration() async throws -> any BrokerChannel { admin }
+    func consumption(prefetch: Int) async throws -> any BrokerChannel { consuming(prefetch: prefetch) }
+
+    func consuming(prefetch: Int) -> FakeChannel {
+        consumers.withLockedValue { c in
+            if let existing = c[prefetch] { return existing }
+            let channel = FakeChannel("consume\(prefetch)")
+            c[prefetch] = channel
+            return channel
+        }
+    }
+}
+
+/// A bridge runtime on fake channels.
+struct FakeBridge {
+    let channels = FakeChannels()
+    let live = FakeChannel("live")
+    let binds = FakeChannel("binds")
+    let publish = FakeChannel("publish")
+    let runtime: BridgeRuntime
+
+    init(limits: BridgeLimits = BridgeLimits(), inbox: InboxSettings = InboxSettings()) async throws {
+        let logger = Logger(label: "test")
+        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.test", exchange: "chat", metrics: .disabled,
+                          logger: logger)
+        try await hub.start()
+        var limits = limits
+        limits.publishRate = 0
+        runtime = BridgeRuntime(channels: channels, publisher: Publisher(channel: publish, exchange: "chat", metrics: .disabled,
+                                                                         logger: logger),
+                                hub: hub, exchange: "chat", limits: limits, inbox: inbox, policy: .standard, metrics: .disabled,
+                                logger: logger)
+    }
+
+    /// The live queue's consumer tag.
+    var liveConsumer: String { live.consumerTags[0] }
+}
+
+/// A session output that keeps what it is given.
+final class RecordingOutput: SessionOutput {
+    private let state = NIOLockedValueBox<(frames: [String], inboxIDs: [String?], closed: UInt16?)>(([], [], nil))
+
+    func send(_ frame: ByteBuffer) -> Bool {
+        state.withLockedValue { $0.frames.append(String(buffer: frame)) }
+        return true
+    }
+    func deliver(_ frame: ByteBuffer, inboxID: String?) -> Bool {
+        state.withLockedValue { s in
+            s.frames.append(String(buffer: frame))
+            s.inboxIDs.append(inboxID)
+        }
+        return true
+    }
+    func close(code: UInt16, reason: String) { state.withLockedValue { $0.closed = code } }
+
+    var frames: [String] { state.withLockedValue { $0.frames } }
+    var inboxIDs: [String?] { state.withLockedValue { $0.inboxIDs } }
+    var json: [JSONValue] { frames.compactMap { try? JSONParser.parse(Array($0.utf8)) } }
+}

@@ -1,0 +1,103 @@
+import AMQPClient
+import Logging
+import NIOCore
+import Testing
+@testable import WarrenCore
+
+private func session(_ bridge: FakeBridge, _ user: String, _ output: RecordingOutput, device: String = "d") -> ClientSession {
+    ClientSession(runtime: bridge.runtime, user: user, device: device, rules: AccessPolicy.standard.resolved(for: user),
+                  output: output, logger: Logger(label: "test"))
+}
+
+private func frame(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+
+@Suite("Client sessions on a fake broker")
+struct SessionTests {
+    @Test func inboxConsumersShareOneChannelAndAckByEnvelopeID() async throws {
+        let bridge = try await FakeBridge()
+        let outA = RecordingOutput(), outB = RecordingOutput()
+        let alice = session(bridge, "alice", outA), bob = session(bridge, "bob", outB)
+        await alice.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.alice.#","mode":"inbox"}"##))
+        await bob.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.bob.#","mode":"inbox"}"##))
+        #expect(outA.json.last?["op"]?.stringValue == "subscribed")
+        #expect(bridge.channels.admin.calls == ["declare warren.inbox.alice.d", "bind warren.inbox.alice.d #.alice.#",
+                                                "declare warren.inbox.bob.d", "bind warren.inbox.bob.d #.bob.#"])
+        // Both consumers on the one consumption channel for the inbox prefetch: no channel per client.
+        let channel = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        #expect(channel.calls == ["consume warren.inbox.alice.d", "consume warren.inbox.bob.d"])
+        let (aliceTag, bobTag) = ("consume100-c1", "consume100-c2")
+
+        let id = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e"
+        let t1 = channel.deliver(to: aliceTag, routingKey: "alice.bob", body: "hi", messageID: id)
+        let msg = try #require(outA.json.last)
+        #expect(msg["op"]?.stringValue == "msg" && msg["sub"]?.stringValue == "s1")
+        #expect(msg["env"]?["id"]?.stringValue == id && msg["env"]?["body"]?.stringValue == "hi")
+        #expect(outA.inboxIDs.last == id)
+
+        await alice.handle(frame(#"{"op":"ack","id":"\#(id)"}"#))
+        #expect(channel.calls.last == "ack \(t1)")
+        await alice.handle(frame(#"{"op":"ack","id":"\#(id)"}"#))
+        #expect(outA.json.last?["code"]?.stringValue == "not_found" && outA.json.last?["ref"]?.stringValue == id)
+
+        // Going away: the consumer is cancelled and what was not acked goes back, one by one;
+        // the other session's consumer on the same channel is untouched.
+        let t2 = channel.deliver(to: aliceTag, routingKey: "alice.bob", body: "unacked", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9f")
+        await alice.end()
+        #expect(Array(channel.calls.suffix(2)) == ["cancel \(aliceTag)", "nack \(t2) requeue"])
+        #expect(channel.consumerTags == [bobTag])
+        await bob.end()
+    }
+
+    @Test func liveSubscribersShareOneBindingAndOneFrame() async throws {
+        let bridge = try await FakeBridge()
+        let outA = RecordingOutput(), outB = RecordingOutput()
+        let a = session(bridge, "alice", outA), b = session(bridge, "bob", outB)
+        await a.handle(frame(#"{"op":"sub","id":"r","pattern":"room.x"}"#))
+        await b.handle(frame(#"{"op":"sub","id":"r","pattern":"room.x"}"#))
+        #expect(bridge.binds.calls == ["bind warren.live.test room.x"])
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.x", body: "hello")
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.y", body: "elsewhere")
+        #expect(outA.json.filter { $0["op"]?.stringValue == "msg" }.count == 1)
+        #expect(outA.frames.last == outB.frames.last && outA.json.last?["env"]?["body"]?.stringValue == "hello")
+        await a.handle(frame(#"{"op":"unsub","id":"r"}"#))
+        #expect(bridge.binds.calls.count == 1, "bob still needs the binding")
+        await b.end()
+        #expect(bridge.binds.calls.last == "unbind warren.live.test room.x")
+        await a.end()
+    }
+
+    @Test func aForbiddenSubscriptionReachesNoBroker() async throws {
+        let bridge = try await FakeBridge()
+        let out = RecordingOutput()
+        let s = session(bridge, "alice", out)
+        await s.handle(frame(##"{"op":"sub","id":"all","pattern":"#","mode":"inbox"}"##))
+        #expect(out.json.last?["code"]?.stringValue == "forbidden" && out.json.last?["ref"]?.stringValue == "all")
+        #expect(bridge.channels.admin.calls.isEmpty && bridge.binds.calls.isEmpty)
+        await s.end()
+    }
+
+    @Test func aBrokerFailureOnSubscribeIsUnavailableAndFreesTheID() async throws {
+        let bridge = try await FakeBridge()
+        let out = RecordingOutput()
+        let s = session(bridge, "alice", out)
+        bridge.channels.admin.failNext(.notConnected)
+        await s.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.alice.#","mode":"inbox"}"##))
+        #expect(out.json.last?["code"]?.stringValue == "unavailable" && out.json.last?["ref"]?.stringValue == "s1")
+        await s.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.alice.#","mode":"inbox"}"##))
+        #expect(out.json.last?["op"]?.stringValue == "subscribed")
+        await s.end()
+    }
+
+    @Test func publishesAreStampedAndAdmittedOnePath() async throws {
+        let bridge = try await FakeBridge()
+        let out = RecordingOutput()
+        let s = session(bridge, "alice", out)
+        await s.handle(frame(#"{"op":"pub","route":"bob.carol","body":"x","cid":"c0"}"#))
+        #expect(out.json.last?["code"]?.stringValue == "forbidden" && out.json.last?["ref"]?.stringValue == "c0")
+        await s.handle(frame(#"{"op":"pub","route":"alice.bob","body":"x","cid":"c1"}"#))
+        for _ in 0..<200 where out.json.last?["op"]?.stringValue != "puback" { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(out.json.last?["op"]?.stringValue == "puback" && out.json.last?["cid"]?.stringValue == "c1")
+        #expect(bridge.publish.calls == ["publish alice.bob"])
+        await s.end()
+    }
+}
