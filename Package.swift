@@ -156,6 +156,8 @@ let package = Package(
                 "WarrenCore",
                 "TestSupport",
                 "AMQPClient",
+                // The load tool's light clients (one NIO channel each), for the scale tests.
+                "WarrenBenchKit",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

@@ -7,12 +7,13 @@ import NIOPosix
 public enum PollClient {
     /// Completes with the channel once the session exists (its queue is bound then).
     public static func open(
-        port: Int, user: String, pattern: String, wait: Int, index: Int, recorder: Recorder
+        port: Int, user: String, pattern: String, inbox: Bool = false, wait: Int, index: Int, recorder: Recorder
     ) -> EventLoopFuture<any Channel> {
         dial(port: port, recorder: recorder, name: "poller \(index)") { channel, ready in
             try channel.pipeline.syncOperations.addHTTPClientHandlers()
             try channel.pipeline.syncOperations.addHandler(
-                PollHandler(port: port, user: user, pattern: pattern, wait: wait, index: index, recorder: recorder, ready: ready))
+                PollHandler(port: port, user: user, pattern: pattern, inbox: inbox, wait: wait, index: index, recorder: recorder,
+                            ready: ready))
         }
     }
 }
@@ -24,6 +25,7 @@ final class PollHandler: ChannelInboundHandler {
     let port: Int
     let user: String
     let pattern: String
+    let inbox: Bool
     let wait: Int
     let index: Int
     let recorder: Recorder
@@ -33,7 +35,9 @@ final class PollHandler: ChannelInboundHandler {
     private var status: UInt = 0
     private var body = ByteBuffer()
 
-    init(port: Int, user: String, pattern: String, wait: Int, index: Int, recorder: Recorder, ready: EventLoopPromise<Void>) {
+    init(port: Int, user: String, pattern: String, inbox: Bool, wait: Int, index: Int, recorder: Recorder,
+         ready: EventLoopPromise<Void>) {
+        self.inbox = inbox
         self.port = port
         self.user = user
         self.pattern = pattern
@@ -44,7 +48,7 @@ final class PollHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        let json = #"{"subscriptions":[{"id":"s","pattern":"\#(pattern)"}]}"#
+        let json = #"{"subscriptions":[{"id":"s","pattern":"\#(pattern)","mode":"\#(inbox ? "inbox" : "live")"}]}"#
         request(context, .POST, "/v1/poll?user=\(user)", body: json)
         context.fireChannelActive()
     }
