@@ -90,14 +90,7 @@ public final class BenchPublisher: @unchecked Sendable {
         loop.execute { [self] in
             let state = PublishState(keys: keys, promise: promise)
             if let rate, rate > 0 {
-                let interval = TimeAmount.nanoseconds(Int64(1_000_000_000 / rate))
-                let start = NIODeadline.now()
-                func tick() {
-                    guard state.next < keys.count else { return }
-                    publishOne(state)
-                    loop.scheduleTask(deadline: start + interval * Int64(state.next)) { tick() }
-                }
-                tick()
+                tick(state, start: NIODeadline.now(), interval: .nanoseconds(Int64(1_000_000_000 / rate)))
             } else {
                 for _ in 0..<min(window, keys.count) { publishOne(state, refill: true) }
             }
@@ -105,7 +98,15 @@ public final class BenchPublisher: @unchecked Sendable {
         return promise.futureResult
     }
 
-    private final class PublishState {
+    /// Paced: one message now, the next at its own deadline.
+    private func tick(_ state: PublishState, start: NIODeadline, interval: TimeAmount) {
+        guard state.next < state.keys.count else { return }
+        publishOne(state)
+        loop.scheduleTask(deadline: start + interval * Int64(state.next)) { self.tick(state, start: start, interval: interval) }
+    }
+
+    /// One run's progress; touched only on the publisher's loop.
+    private final class PublishState: @unchecked Sendable {
         let keys: [String]
         let promise: EventLoopPromise<Outcome>
         var next = 0

@@ -18,8 +18,13 @@ public struct ProcessSample: Codable, Equatable, Sendable {
 /// Reads ``ProcessSample``s of a process: Warren, the broker, or the bench itself.
 public struct ProcessProbe: Sendable {
     public let pid: Int32
+    /// Also counts the process's children (nginx's workers): RSS and CPU summed.
+    public let withChildren: Bool
 
-    public init(pid: Int32) { self.pid = pid }
+    public init(pid: Int32, withChildren: Bool = false) {
+        self.pid = pid
+        self.withChildren = withChildren
+    }
 
     /// The bench's own process.
     public static var current: ProcessProbe { ProcessProbe(pid: getpid()) }
@@ -35,6 +40,23 @@ public struct ProcessProbe: Sendable {
 
     /// Nil once the process is gone.
     public func sample() -> ProcessSample? {
+        guard var total = Self.sample(pid) else { return nil }
+        guard withChildren else { return total }
+        for child in Self.processIDs() where child != pid && Self.parent(of: child) == pid {
+            guard let s = Self.sample(child) else { continue }
+            total.rssBytes += s.rssBytes
+            total.cpuSeconds += s.cpuSeconds
+        }
+        return total
+    }
+
+    static func parent(of pid: Int32) -> Int32? {
+        guard let stat = readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
+    }
+
+    static func sample(_ pid: Int32) -> ProcessSample? {
         guard let stat = Self.readFile("/proc/\(pid)/stat"), let status = Self.readFile("/proc/\(pid)/status") else {
             return nil
         }

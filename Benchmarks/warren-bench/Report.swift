@@ -112,8 +112,30 @@ struct Report {
             }
         }
         if let l = median("poll", .warrenPoll, lost), let p = median("poll", .warrenPoll, p99) {
-            g.append(String(format: "poll: %d long-pollers lost %.0f, p99 %.1f ms (goal: 0 lost, p99 < 1000 ms) — %@",
-                            options.pollClients, l, p, verdict(l == 0 && p < 1000)))
+            let np = median("poll", .nchan, p99), mp = median("poll", .nchanMulti, p99)
+            g.append(String(format: "poll (%d long-pollers, %d msg/s): Warren lost %.0f, p99 %.1f ms vs Nchan %@ ms (multi %@ ms) (goal: 0 lost, p99 ≤ Nchan's) — %@",
+                            options.pollClients, options.pollRate, l, p, Self.f(np), Self.f(mp), verdict(l == 0 && p <= (np ?? 0))))
+            if let c = median("poll", .warrenPoll, { $0.warrenCPUMicrosPerAnswer }) {
+                let nc = median("poll", .nchan, { $0.warrenCPUMicrosPerAnswer })
+                g.append(String(format: "poll: Warren CPU per answer %.1f µs (Nchan's nginx %@ µs) (goal ≤ 40 µs) — %@", c, Self.f(nc), verdict(c <= 40)))
+            }
+        }
+        if let w = median("poll-burst", .warrenPoll, rate), let m = median("poll-burst", .nchanMulti, rate) {
+            let n = median("poll-burst", .nchan, rate)
+            g.append(String(format: "poll-burst (%d × %d unpaced): Warren %.0f deliveries/s vs Nchan multi %.0f = %.2f× (Nchan one-per-answer %@) (goal ≥ 1.0×), Warren lost %.0f — %@",
+                            options.pollClients, options.pollBurstMessages, w, m, w / m, Self.f(n, 0),
+                            median("poll-burst", .warrenPoll, lost) ?? -1, verdict(w >= m)))
+        }
+        if let w = median("poll-idle", .warrenPoll, { $0.warrenRSSPerConnection }) {
+            let n = median("poll-idle", .nchan, { $0.warrenRSSPerConnection })
+            g.append(String(format: "poll-idle (%d parked long-polls): Warren %.1f KB per parked poll (Nchan %@ KB) (goal ≤ 16 KB) — %@",
+                            options.pollIdleClients, w / 1000, n.map { String(format: "%.1f", $0 / 1000) } ?? "-", verdict(w <= 16_000)))
+        }
+        for target in [Target.warrenInbox, .warrenPoll] {
+            if let l = median("scale", target, lost), let d = median("scale", target, { Double($0.delivered) }) {
+                g.append(String(format: "scale (%@, %d clients each given a message): delivered %.0f, lost %.0f — %@",
+                                target.rawValue, options.scaleClients, d, l, verdict(l == 0)))
+            }
         }
         return g
     }

@@ -16,8 +16,15 @@ enum Target: String, CaseIterable, Codable {
     case stomp = "web-stomp"
     /// Plain AMQP consumers, one connection each.
     case amqp = "amqp"
+    /// Nchan long-polling subscribers, one message per answer (the anchor for polling).
+    case nchan = "nchan"
+    /// Nchan long-polling subscribers, every waiting message in one answer (`nchan_longpoll_multipart_response raw`).
+    case nchanMulti = "nchan-multi"
 
     var usesWarren: Bool { self == .warrenWS || self == .warrenInbox || self == .warrenPoll }
+    var usesNchan: Bool { self == .nchan || self == .nchanMulti }
+    /// Its clients are WebSockets (the idle runs ping them).
+    var usesWebSockets: Bool { self == .warrenWS || self == .warrenInbox || self == .stomp }
 }
 
 /// What one target run is asked to do.
@@ -31,6 +38,8 @@ struct RunPlan: Sendable {
     var expected: Int
     /// Client `i`'s subscription pattern.
     var pattern: @Sendable (Int) -> String
+    /// Client `i`'s Nchan channel: the one key its messages are published to.
+    var channel: @Sendable (Int) -> String = { _ in "" }
     /// Paced publishing (messages per second), else a window of outstanding confirms.
     var rate: Int?
     /// Idle runs: how long to hold the sockets open.
@@ -72,8 +81,11 @@ struct RunResult: Codable {
     var connected: Snapshot
     var during: Snapshot
     var after: Snapshot
-    /// CPU microseconds per delivery during the message phase.
+    /// CPU microseconds per delivery during the message phase. "warren" is the server under
+    /// test: Warren, or nginx (master and workers) for the Nchan targets.
     var warrenCPUMicrosPerDelivery: Double?
+    /// Long-polling: the server's CPU microseconds per poll answer.
+    var warrenCPUMicrosPerAnswer: Double?
     var brokerCPUMicrosPerDelivery: Double?
     var benchCPUMicrosPerDelivery: Double?
     /// Idle runs: RSS growth per connection (bytes) and CPU at rest (CPU-seconds per second).
@@ -112,7 +124,7 @@ final class Runner: @unchecked Sendable {
         try? await publisherGroup.shutdownGracefully()
     }
 
-    func snapshot(_ warren: WarrenProcess?) -> Snapshot {
+    func snapshot(_ warren: (any MeasuredServer)?) -> Snapshot {
         Snapshot(warren: warren?.probe.sample(), broker: broker.sample(), bench: ProcessProbe.current.sample())
     }
 
@@ -137,11 +149,13 @@ final class Runner: @unchecked Sendable {
             Recorder(loop: $0, clients: plan.clients, messages: max(messages, 1), expected: plan.expected)
         }
         let loop = recorders[0].loop
-        var warren: WarrenProcess?
+        var warren: (any MeasuredServer)?
         if plan.target.usesWarren {
             warren = try WarrenProcess(binary: options.warrenBinary, config: options.config, port: options.warrenPort,
                                        amqpURL: options.amqpURL, exchange: options.exchange,
                                        log: "/tmp/warren-bench-warren.log")
+        } else if plan.target.usesNchan {
+            warren = try NchanServer(port: options.nchanPort, log: "/tmp/warren-bench-nchan.log")
         }
         defer { warren?.stop() }
         if plan.target == .warrenInbox { await deleteInboxes(plan.clients) }
@@ -156,11 +170,16 @@ final class Runner: @unchecked Sendable {
         var during = connected
         var pinger: RepeatedTask?
         if !plan.keys.isEmpty {
-            outcome = try await publisher.run(keys: plan.keys, window: options.window, rate: plan.rate).get()
+            if plan.target.usesNchan {
+                outcome = try await NchanPublisher(port: options.nchanPort, loop: publisherGroup.next())
+                    .run(keys: plan.keys, window: options.window, rate: plan.rate)
+            } else {
+                outcome = try await publisher.run(keys: plan.keys, window: options.window, rate: plan.rate).get()
+            }
             await waitForDeliveries(recorders)
             during = snapshot(warren)
         } else {
-            let sockets = clients.sockets
+            let sockets = plan.target.usesWebSockets ? clients.sockets : []
             pinger = loop.scheduleRepeatedTask(initialDelay: .seconds(10), delay: .seconds(10)) { _ in
                 for channel in sockets { SocketClient.ping(channel) }
             }
@@ -231,6 +250,10 @@ final class Runner: @unchecked Sendable {
         case .warrenPoll:
             clients.sockets.append(try await PollClient.open(port: options.warrenPort, user: "b\(index)",
                                                              pattern: pattern, wait: 25, index: index, recorder: recorder).get())
+        case .nchan, .nchanMulti:
+            clients.sockets.append(try await NchanPollClient.open(port: options.nchanPort, channel: plan.channel(index),
+                                                                  multi: plan.target == .nchanMulti, index: index,
+                                                                  recorder: recorder).get())
         case .amqp:
             clients.consumers.append(try await PlainConsumer.open(url: options.amqpURL, exchange: options.exchange,
                                                                   pattern: pattern, index: index, recorder: recorder))
@@ -283,6 +306,9 @@ final class Runner: @unchecked Sendable {
         }
         if outcome != nil {
             r.warrenCPUMicrosPerDelivery = cpu(connected.warren, during.warren)
+            if tally.answers > 0, let a = connected.warren, let b = during.warren {
+                r.warrenCPUMicrosPerAnswer = (b.cpuSeconds - a.cpuSeconds) / Double(tally.answers) * 1e6
+            }
             r.brokerCPUMicrosPerDelivery = cpu(connected.broker, during.broker)
             r.benchCPUMicrosPerDelivery = cpu(connected.bench, during.bench)
         } else if plan.clients > 0 {

@@ -7,9 +7,9 @@ import Glibc
 
 /// The bench's settings (every one a command-line option).
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll.")
-    var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll"
-    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp); default: each scenario's own set.")
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale.")
+    var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale"
+    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, nchan, nchan-multi); default: each scenario's own set.")
     var targets = ""
     @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
     var rounds = 1
@@ -27,6 +27,8 @@ struct BenchOptions: ParsableArguments {
     @Option var amqpURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
     @Option(help: "RabbitMQ Web-STOMP's port (path /ws).")
     var stompPort = 15674
+    @Option(help: "The port the bench's Nchan (nginx) listens on.")
+    var nchanPort = 18090
     @Option var exchange = "chat"
 
     @Option var roomClients = 100
@@ -46,9 +48,15 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Idle sockets connect only (no subscription).")
     var idleConnectOnly = false
     @Option var pollClients = 500
-    @Option var pollMessages = 100
+    @Option var pollMessages = 400
     @Option(help: "Messages per second in poll.")
-    var pollRate = 5
+    var pollRate = 20
+    @Option(help: "Messages in poll-burst (unpaced, to the same room).")
+    var pollBurstMessages = 2000
+    @Option(help: "Parked long-polls in poll-idle.")
+    var pollIdleClients = 15000
+    @Option(help: "Clients in scale: inbox WebSocket users, then long-pollers, each given one message of its own.")
+    var scaleClients = 15000
 
     @Option(help: "Publishes awaiting confirms at once (unpaced scenarios).")
     var window = 256
@@ -79,7 +87,7 @@ struct WarrenBench: AsyncParsableCommand {
         let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
         for scenario in options.scenarios.split(separator: ",").map(String.init) {
             for (index, plan) in plans(scenario, room: "room.bench").enumerated() {
-                for round in 1...max(1, scenario == "idle" ? options.idleRounds : options.rounds) {
+                for round in 1...max(1, ["idle", "poll-idle", "scale"].contains(scenario) ? options.idleRounds : options.rounds) {
                     for target in plan.targets where only.isEmpty || only.contains(target) {
                         // Each run gets a room of its own: poll sessions are durable queues that
                         // stay bound (until `x-expires`) after their pollers went, and must not
@@ -142,11 +150,28 @@ struct WarrenBench: AsyncParsableCommand {
                 plan.connectOnly = o.idleConnectOnly
                 return (plan, [.warrenWS, .stomp])
             }
-        case "poll":
-            let plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollClients,
-                               keys: Array(repeating: room, count: o.pollMessages),
-                               expected: o.pollClients * o.pollMessages, pattern: { _ in room }, rate: o.pollRate)
-            return [(plan, [.warrenPoll])]
+        case "poll", "poll-burst":
+            let burst = scenario == "poll-burst"
+            let m = burst ? o.pollBurstMessages : o.pollMessages
+            var plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollClients,
+                               keys: Array(repeating: room, count: m),
+                               expected: o.pollClients * m, pattern: { _ in room }, rate: burst ? nil : o.pollRate)
+            plan.channel = { _ in room }
+            return [(plan, [.warrenPoll, .nchan, .nchanMulti])]
+        case "poll-idle":
+            var plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollIdleClients, keys: [], expected: 0,
+                               pattern: { "#.b\($0).#" }, rate: nil)
+            plan.channel = { "u.b\($0)" }
+            plan.idleSeconds = o.idleSeconds
+            return [(plan, [.warrenPoll, .nchan])]
+        case "scale":
+            // Every client a message of its own: user i's key is u.b<i> (Warren's pattern #.b<i>.#,
+            // Nchan's channel u.b<i>).
+            let n = o.scaleClients
+            var plan = RunPlan(scenario: scenario, target: .warrenInbox, clients: n, keys: (0..<n).map { "u.b\($0)" },
+                               expected: n, pattern: { "#.b\($0).#" }, rate: nil)
+            plan.channel = { "u.b\($0)" }
+            return [(plan, [.warrenInbox, .warrenPoll, .nchan])]
         default:
             log("unknown scenario \(scenario)")
             return []

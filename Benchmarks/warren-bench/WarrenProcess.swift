@@ -6,7 +6,7 @@ import Glibc
 
 /// A Warren node the bench starts for one target run and stops after it, so each run's
 /// memory starts from a fresh process.
-final class WarrenProcess {
+final class WarrenProcess: MeasuredServer {
     let process = Process()
     let port: Int
 

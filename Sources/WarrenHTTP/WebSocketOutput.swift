@@ -43,8 +43,9 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     /// encoder, so frames encoded once per message go out without passing the pipeline. Until
     /// it is in place (or if the pipeline has no encoder) frames take the pipeline's path.
     func installWireWriter() async {
-        let writer = WireFrameWriter()
         try? await channel.eventLoop.submit { [self] in
+            // Made on the loop it lives on (a handler is not Sendable).
+            let writer = WireFrameWriter()
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(writer, position: .before(try pipeline.handler(type: WebSocketFrameEncoder.self)))
             wire = writer

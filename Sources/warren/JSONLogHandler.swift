@@ -17,13 +17,13 @@ struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
+    func log(event: LogEvent) {
         var fields: [String: String] = [
-            "ts": ISO8601DateFormatter().string(from: Date()), "level": level.rawValue, "logger": label,
-            "message": message.description, "source": source,
+            "ts": ISO8601DateFormatter().string(from: Date()), "level": event.level.rawValue, "logger": label,
+            "message": event.message.description, "source": event.source,
         ]
-        for (k, v) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) { fields[k] = "\(v)" }
+        if let error = event.error { fields["error"] = "\(error)" }
+        for (k, v) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) { fields[k] = "\(v)" }
         guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
         FileHandle.standardError.write(data + Data("\n".utf8))
     }

@@ -50,10 +50,11 @@ final class RecordingSink: AMQPDeliverySink {
     }
 
     func result<T>(_ future: EventLoopFuture<T>) -> Result<T, Error>? {
-        var r: Result<T, Error>?
-        future.whenComplete { r = $0 }
+        // The embedded loop runs the callback on this thread, inside `run()`.
+        let r = NIOLockedValueBox<Result<T, Error>?>(nil)
+        future.whenComplete { value in r.withLockedValue { $0 = value } }
         loop.run()
-        return r
+        return r.withLockedValue { $0 }
     }
 
     @Test func openThenRequestsArePipelinedAndMatchedInOrder() throws {

@@ -54,7 +54,7 @@ enum RawHTTP {
         // Whichever comes first: the server's close, or the timeout.
         let outcome = loop.makePromise(of: Bool.self)
         let decided = NIOLockedValueBox(false)
-        func decide(_ byServer: Bool) {
+        @Sendable func decide(_ byServer: Bool) {
             if decided.withLockedValue({ d in defer { d = true }; return !d }) { outcome.succeed(byServer) }
         }
         closed.futureResult.whenSuccess { decide(true) }

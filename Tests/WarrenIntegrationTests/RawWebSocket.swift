@@ -25,7 +25,7 @@ final class RawWebSocket: Sendable {
         }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var b = unwrapInboundIn(data)
-            box.withLockedValue { $0.writeBuffer(&b) }
+            _ = box.withLockedValue { $0.writeBuffer(&b) }
         }
         func channelInactive(context: ChannelHandlerContext) {
             let ended = self.ended

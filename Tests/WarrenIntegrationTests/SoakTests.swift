@@ -13,7 +13,7 @@ import WarrenCore
 func soakProgress(_ line: String) {
     let text = "\(Date()) \(line)\n"
     guard let handle = FileHandle(forWritingAtPath: "/tmp/warren-soak.log") else {
-        FileManager.default.createFile(atPath: "/tmp/warren-soak.log", contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: "/tmp/warren-soak.log", contents: Data(text.utf8))
         return
     }
     handle.seekToEndOfFile()

@@ -1,6 +1,6 @@
 /// `[poll]`: HTTP polling sessions (DESIGN §5).
 public struct PollSettings: Sendable, Equatable {
-    /// Seconds a session's queue lives unused (`x-expires`).
+    /// Seconds a node keeps a session without a poll there (then its buffer is dropped).
     public var sessionTTL: Int = 120
     /// Longest `wait` honoured, in seconds (larger values are clamped).
     public var maxWait: Int = 30
@@ -8,8 +8,8 @@ public struct PollSettings: Sendable, Equatable {
     public var maxBatch: Int = 100
     /// Seconds a delivered batch stays leased before it is handed back to RabbitMQ.
     public var lease: Int = 60
-    /// Messages a live session's queue keeps at most (`x-max-length`, oldest dropped): a
-    /// poller that never acks or stops polling cannot grow it without bound.
+    /// Live deliveries a node buffers for one session at most (oldest dropped): a poller that
+    /// stops polling cannot grow it without bound.
     public var maxLength: Int = 10_000
     /// `Access-Control-Allow-Origin` for browsers on other origins: "" (off), "*", or one origin.
     public var corsOrigin: String = ""
