@@ -49,7 +49,7 @@ final class RecordingSink: AMQPDeliverySink {
         }
     }
 
-    func result<T>(_ future: EventLoopFuture<T>) -> Result<T, Error>? {
+    func result<T: Sendable>(_ future: EventLoopFuture<T>) -> Result<T, Error>? {
         // The embedded loop runs the callback on this thread, inside `run()`.
         let r = NIOLockedValueBox<Result<T, Error>?>(nil)
         future.whenComplete { value in r.withLockedValue { $0 = value } }
