@@ -5,6 +5,12 @@ import WarrenCore
 struct ClientIdentity: Sendable {
     var user: String
     var device: String
+    /// The configured access policy, or the token's own `warren` claim.
+    var policy: AccessPolicy
+
+    /// The user's resolved rules: made when needed (a poll of a session already open here
+    /// needs none), not on every request.
+    var rules: AccessRules { policy.resolved(for: user) }
 }
 
 /// Authentication failures, answered with HTTP status before any upgrade.
@@ -18,18 +24,23 @@ struct AuthFailure: Error, Sendable {
 struct Query {
     var items: [String: String] = [:]
 
+    /// Works on the target's UTF-8 bytes: a poll's path carries a session string of a few
+    /// hundred bytes, and a scan by `Character` cost a measurable share of each poll.
     init(target: String) {
-        guard let q = target.firstIndex(of: "?") else { return }
-        for pair in target[target.index(after: q)...].split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            let key = Self.decode(parts[0])
+        let bytes = target.utf8
+        guard let q = bytes.firstIndex(of: UInt8(ascii: "?")) else { return }
+        for pair in bytes[bytes.index(after: q)...].split(separator: UInt8(ascii: "&")) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1)
+            guard let name = parts.first else { continue }
+            let key = Self.decode(name)
             if items[key] == nil { items[key] = parts.count > 1 ? Self.decode(parts[1]) : "" }
         }
     }
 
-    static func decode(_ s: Substring) -> String {
+    static func decode(_ s: Substring.UTF8View.SubSequence) -> String {
         var bytes: [UInt8] = []
-        var it = s.utf8.makeIterator()
+        bytes.reserveCapacity(s.count)
+        var it = s.makeIterator()
         while let c = it.next() {
             if c == UInt8(ascii: "+") {
                 bytes.append(0x20)
@@ -48,9 +59,9 @@ struct Authenticator: Sendable {
     let configuration: BridgeConfiguration
     let tokens: TokenAuthority?
 
-    /// The user, their rules and (token mode) when their token expires.
+    /// The user, their access policy and (token mode) when their token expires.
     func authenticate(query: Query, authorization: String?) async throws(AuthFailure)
-        -> (ClientIdentity, AccessRules, expiresAt: Date?)
+        -> (ClientIdentity, expiresAt: Date?)
     {
         let device = query.items["device"] ?? "default"
         guard RouteKey.isValidWord(device) else {
@@ -64,7 +75,7 @@ struct Authenticator: Sendable {
             guard RouteKey.isValidWord(user) else {
                 throw AuthFailure(status: 400, code: .badFrame, message: "user must be a word of [A-Za-z0-9_-]")
             }
-            return (ClientIdentity(user: user, device: device), configuration.acl.resolved(for: user), nil)
+            return (ClientIdentity(user: user, device: device, policy: configuration.acl), nil)
         case .token:
             var token = query.items["token"]
             if let authorization, authorization.lowercased().hasPrefix("bearer ") {
@@ -77,8 +88,7 @@ struct Authenticator: Sendable {
             do { verified = try await tokens.verify(token) } catch {
                 throw AuthFailure(status: 401, code: .unauthorized, message: error.message)
             }
-            let policy = verified.policy ?? configuration.acl
-            return (ClientIdentity(user: verified.user, device: device), policy.resolved(for: verified.user), verified.expiresAt)
+            return (ClientIdentity(user: verified.user, device: device, policy: verified.policy ?? configuration.acl), verified.expiresAt)
         }
     }
 }

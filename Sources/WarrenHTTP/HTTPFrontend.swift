@@ -50,7 +50,7 @@ public enum HTTPFrontend {
             guard link.runtime != nil, !link.isDraining else { return errorResponse(503, .unavailable, "not accepting connections") }
             let identity: ClientIdentity
             do {
-                (identity, _, _) = try await authenticator.authenticate(query: Query(target: request.uri.description),
+                (identity, _) = try await authenticator.authenticate(query: Query(target: request.uri.description),
                                                                         authorization: request.headers[.authorization])
             } catch let error as AuthFailure {
                 return errorResponse(error.status, error.code, error.message)
@@ -84,10 +84,9 @@ public enum HTTPFrontend {
                     return .dontUpgrade
                 }
                 let identity: ClientIdentity
-                let rules: AccessRules
                 let expiresAt: Date?
                 do {
-                    (identity, rules, expiresAt) = try await authenticator.authenticate(
+                    (identity, expiresAt) = try await authenticator.authenticate(
                         query: Query(target: request.path ?? ""), authorization: request.headerFields[.authorization])
                 } catch {
                     return .dontUpgrade
@@ -98,7 +97,7 @@ public enum HTTPFrontend {
                 }
                 return .upgrade([:]) { inbound, outbound, _ in
                     defer { runtime.users.closeConnection(identity.user) }
-                    await serve(inbound: inbound, outbound: outbound, channel: channel, identity: identity, rules: rules, expiresAt: expiresAt,
+                    await serve(inbound: inbound, outbound: outbound, channel: channel, identity: identity, rules: identity.rules, expiresAt: expiresAt,
                                 runtime: runtime, sockets: sockets, logger: logger)
                 }
             }

@@ -37,7 +37,7 @@ struct PollRoutes: Sendable {
     // MARK: handlers
 
     private func create(_ request: Request) async throws -> Response {
-        let (identity, rules, _, _) = try await authenticate(request)
+        let (identity, _, _) = try await authenticate(request)
         let json = try await jsonBody(request)
         guard case .array(let list) = json["subscriptions"] ?? .null else {
             throw ProtocolError(.badFrame, "subscriptions must be a list", ref: nil)
@@ -53,7 +53,7 @@ struct PollRoutes: Sendable {
             guard RouteKey.isValidWord(d) else { throw ProtocolError(.badFrame, "device must be a word of [A-Za-z0-9_-]", ref: nil) }
             device = d
         }
-        let (session, expiresIn) = try await service().create(user: identity.user, device: device, rules: rules,
+        let (session, expiresIn) = try await service().create(user: identity.user, device: device, rules: identity.rules,
                                                              subscriptions: subscriptions)
         var w = JSONWriter()
         w.raw("{\"session\":")
@@ -65,7 +65,7 @@ struct PollRoutes: Sendable {
     }
 
     private func poll(_ request: Request, session: String) async throws -> Response {
-        let (identity, rules, query, _) = try await authenticate(request)
+        let (identity, query, _) = try await authenticate(request)
         let wait = try nonNegative(query.items["wait"], name: "wait", default: 0)
         let max = try nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch)
         let service = try service()
@@ -77,7 +77,7 @@ struct PollRoutes: Sendable {
         defer { users.closeConnection(identity.user) }
         service.runtime.metrics.connectionOpened(.poll)
         defer { service.runtime.metrics.connectionClosed(.poll) }
-        let (messages, cursor) = try await service.poll(session: session, user: identity.user, rules: rules, wait: wait, max: max,
+        let (messages, cursor) = try await service.poll(session: session, user: identity.user, rules: identity.rules, wait: wait, max: max,
                                                         ack: query.items["ack"])
         // Each item is its `msg` frame after `{"op":"msg",`: the bytes built once for the message.
         var body = ByteBuffer()
@@ -96,7 +96,7 @@ struct PollRoutes: Sendable {
     }
 
     private func ack(_ request: Request, session: String) async throws -> Response {
-        let (identity, _, _, _) = try await authenticate(request)
+        let (identity, _, _) = try await authenticate(request)
         let json = try await jsonBody(request)
         guard let cursor = json["cursor"]?.stringValue else { throw ProtocolError(.badFrame, "cursor must be a string", ref: nil) }
         try await service().ack(session: session, user: identity.user, cursor: cursor)
@@ -104,18 +104,18 @@ struct PollRoutes: Sendable {
     }
 
     private func delete(_ request: Request, session: String) async throws -> Response {
-        let (identity, _, _, _) = try await authenticate(request)
+        let (identity, _, _) = try await authenticate(request)
         try await service().delete(session: session, user: identity.user)
         return Response(status: .noContent)
     }
 
     private func publish(_ request: Request) async throws -> Response {
-        let (identity, rules, _, _) = try await authenticate(request)
+        let (identity, _, _) = try await authenticate(request)
         let json = try await jsonBody(request)
         guard case .object = json else { throw ProtocolError(.badFrame, "the body must be a JSON object", ref: nil) }
         let publish = try PublishRequest.parse(json)
         guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
-        if let refusal = runtime.admitPublish(publish, from: identity.user, rules: rules, via: .poll) { throw refusal }
+        if let refusal = runtime.admitPublish(publish, from: identity.user, rules: identity.rules, via: .poll) { throw refusal }
         let ids: [String]
         do {
             ids = try await runtime.publisher.publish(publish, from: identity.user, via: .poll,
@@ -155,11 +155,11 @@ struct PollRoutes: Sendable {
         }
     }
 
-    private func authenticate(_ request: Request) async throws -> (ClientIdentity, AccessRules, Query, Date?) {
+    private func authenticate(_ request: Request) async throws -> (ClientIdentity, Query, Date?) {
         let query = Query(target: request.uri.description)
         do {
-            let (identity, rules, expiresAt) = try await authenticator.authenticate(query: query, authorization: request.headers[.authorization])
-            return (identity, rules, query, expiresAt)
+            let (identity, expiresAt) = try await authenticator.authenticate(query: query, authorization: request.headers[.authorization])
+            return (identity, query, expiresAt)
         } catch {
             throw ProtocolError(error.code, error.message, ref: nil)
         }

@@ -11,6 +11,9 @@ public final class PollOutput: SessionOutput {
     private struct State {
         var buffer: PollBuffer
         var waiter: (id: UInt64, continuation: CheckedContinuation<Void, Never>)?
+        /// The parked poll's deadline timer: cancelled when the poll is answered sooner (an
+        /// uncancelled timer per answer would pile up in the event loop's timer heap).
+        var timer: Scheduled<Void>?
         var nextWaiter: UInt64 = 0
         var closed = false
     }
@@ -32,9 +35,7 @@ public final class PollOutput: SessionOutput {
     public func deliver(_ frame: ByteBuffer, inboxID: String?) -> Bool {
         let item = PollItem(frame: frame, inboxID: inboxID)
         let (dropped, waiter) = state.withLockedValue { s in
-            let dropped = s.buffer.add(item)
-            defer { s.waiter = nil }
-            return (dropped, s.waiter?.continuation)
+            (s.buffer.add(item), Self.takeWaiter(&s))
         }
         if dropped { onDrop(item) }
         waiter?.resume()
@@ -44,10 +45,18 @@ public final class PollOutput: SessionOutput {
     public func close(code: UInt16, reason: String) {
         let waiter = state.withLockedValue { s in
             s.closed = true
-            defer { s.waiter = nil }
-            return s.waiter?.continuation
+            return Self.takeWaiter(&s)
         }
         waiter?.resume()
+    }
+
+    /// Removes the parked poll (if any) and its timer; the caller resumes it outside the lock.
+    private static func takeWaiter(_ s: inout State) -> CheckedContinuation<Void, Never>? {
+        guard let w = s.waiter else { return nil }
+        s.waiter = nil
+        s.timer?.cancel()
+        s.timer = nil
+        return w.continuation
     }
 
     // MARK: polls
@@ -56,19 +65,19 @@ public final class PollOutput: SessionOutput {
     /// place, or `timeout` passes (a timer on `loop`, no task per wait).
     public func wait(timeout: TimeAmount, on loop: any EventLoop) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let (id, now, displaced) = state.withLockedValue { s -> (UInt64, Bool, CheckedContinuation<Void, Never>?) in
-                if s.closed || !s.buffer.isEmpty { return (0, true, nil) }
+            let now = state.withLockedValue { s -> Bool in
+                if s.closed || !s.buffer.isEmpty { return true }
+                let displaced = Self.takeWaiter(&s)
                 s.nextWaiter += 1
-                let displaced = s.waiter?.continuation
-                s.waiter = (s.nextWaiter, c)
-                return (s.nextWaiter, false, displaced)
+                let id = s.nextWaiter
+                s.waiter = (id, c)
+                s.timer = loop.scheduleTask(in: timeout) { [weak self] in self?.wake(only: id) }
+                // Resumed outside the lock would be tidier, but a continuation's resume only
+                // enqueues its task: it runs nothing here.
+                displaced?.resume()
+                return false
             }
-            displaced?.resume()
-            if now {
-                c.resume()
-                return
-            }
-            loop.scheduleTask(in: timeout) { [weak self] in self?.wake(only: id) }
+            if now { c.resume() }
         }
     }
 
@@ -78,8 +87,7 @@ public final class PollOutput: SessionOutput {
     private func wake(only id: UInt64?) {
         let waiter = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
             guard let w = s.waiter, id == nil || w.id == id else { return nil }
-            s.waiter = nil
-            return w.continuation
+            return Self.takeWaiter(&s)
         }
         waiter?.resume()
     }

@@ -112,8 +112,9 @@ public final class PollService: Sendable {
 
     /// `GET /v1/poll/<session>`: every buffered delivery up to `max`, waiting up to `wait`
     /// seconds for the first.
-    public func poll(session token: String, user: String, rules: AccessRules, wait: Int, max: Int, ack cursor: String?)
-        async throws(ProtocolError) -> (messages: [PollItem], cursor: String)
+    /// `rules` are asked for only when the session is opened here (its first poll on this node).
+    public func poll(session token: String, user: String, rules: @autoclosure () -> AccessRules, wait: Int, max: Int,
+                     ack cursor: String?) async throws(ProtocolError) -> (messages: [PollItem], cursor: String)
     {
         var found = try await session(for: token, user: user, rules: rules)
         if !found.pollStarted() {
@@ -152,14 +153,14 @@ public final class PollService: Sendable {
     // MARK: sessions on this node
 
     /// The session open here for `token`, or opened now (its first poll on this node).
-    private func session(for token: String, user: String, rules: AccessRules) async throws(ProtocolError) -> PollSession {
+    private func session(for token: String, user: String, rules: () -> AccessRules) async throws(ProtocolError) -> PollSession {
         if let open = sessions.withLockedValue({ $0[token] }) {
             // A session that is not the caller's is as unknown as one that does not exist.
             guard open.descriptor.user == user else { throw ProtocolError(.notFound, "no such session", ref: nil) }
             return open
         }
         let d = try await descriptor(token, user: user)
-        return try await open(d, token: token, rules: rules)
+        return try await open(d, token: token, rules: rules())
     }
 
     /// Opens a session on this node: a ``ClientSession`` with every subscription in effect.
