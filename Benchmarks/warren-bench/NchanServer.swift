@@ -30,17 +30,7 @@ final class NchanServer: MeasuredServer {
         try Self.configuration(port: port, prefix: prefix).write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["-p", prefix + "/", "-c", prefix + "/nginx.conf", "-e", prefix + "/logs/error.log"]
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = FileHandle(forWritingAtPath: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while WarrenProcess.httpStatus(port: port, path: "/healthz") != 200 {
-            guard process.isRunning else { throw BenchError.warren("nginx exited at start; see \(log) and \(prefix)/logs") }
-            guard Date() < deadline else { throw BenchError.warren("nginx not answering after 30 s; see \(log)") }
-            usleep(50_000)
-        }
+        try launch(log: log, readyPath: "/healthz", within: 30)
     }
 
     /// One worker per core (as Debian's own configuration does), long-polls held up to 25 s
@@ -106,6 +96,26 @@ final class NchanServer: MeasuredServer {
 
 /// A server the bench starts for one run and measures: Warren or an anchor.
 protocol MeasuredServer: AnyObject {
+    var process: Process { get }
+    var port: Int { get }
     var probe: ProcessProbe { get }
     func stop()
+}
+
+extension MeasuredServer {
+    /// Starts the configured process with its output in `log` and waits until `readyPath`
+    /// answers 200 on its port.
+    func launch(log: String, readyPath: String, within seconds: Double) throws {
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = FileHandle(forWritingAtPath: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let deadline = Date().addingTimeInterval(seconds)
+        while WarrenProcess.httpStatus(port: port, path: readyPath) != 200 {
+            guard process.isRunning else { throw BenchError.warren("\(process.executableURL?.lastPathComponent ?? "server") exited at start; see \(log)") }
+            guard Date() < deadline else { throw BenchError.warren("not ready after \(Int(seconds)) s; see \(log)") }
+            usleep(50_000)
+        }
+    }
 }

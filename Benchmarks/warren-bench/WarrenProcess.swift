@@ -29,17 +29,7 @@ final class WarrenProcess: MeasuredServer {
         env["WARREN_LIMITS_MAX_CONNECTIONS_PER_USER"] = "0"
         env["WARREN_LIMITS_PUBLISH_RATE"] = "0"
         process.environment = env
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = FileHandle(forWritingAtPath: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while Self.httpStatus(port: port, path: "/readyz") != 200 {
-            guard process.isRunning else { throw BenchError.warren("exited at start; see \(log)") }
-            guard Date() < deadline else { throw BenchError.warren("not ready after 60 s; see \(log)") }
-            usleep(50_000)
-        }
+        try launch(log: log, readyPath: "/readyz", within: 60)
     }
 
     var probe: ProcessProbe { ProcessProbe(pid: process.processIdentifier) }

@@ -22,6 +22,9 @@ final class OpenSockets: Sendable {
 public struct DrainService: Service {
     let link: BrokerLink
     let sockets: OpenSockets
+    /// Answers the long-polls parked on the event loops (those held by handler tasks are
+    /// answered by their own graceful-shutdown handlers).
+    let answerPolls: @Sendable () -> Void
 
     public func run() async throws {
         // Idle until the drain starts.
@@ -32,6 +35,7 @@ public struct DrainService: Service {
             continuation.finish()
         }
         link.startDraining()
+        answerPolls()
         sockets.closeAll(code: CloseCode.goingAway, reason: "server shutting down")
         let deadline = ContinuousClock.now + .seconds(5)
         while sockets.count > 0, ContinuousClock.now < deadline {

@@ -25,7 +25,8 @@ public enum HTTPFrontend {
         case "*": router.add(middleware: CORSMiddleware(allowOrigin: .all, allowMethods: [.get, .post, .delete, .head, .options]))
         case let origin: router.add(middleware: CORSMiddleware(allowOrigin: .oneOf(origin), allowMethods: [.get, .post, .delete, .head, .options]))
         }
-        PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions).register(on: router)
+        let polls = PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions)
+        polls.register(on: router)
         router.get("healthz") { _, _ in "ok\n" }
         router.get("metrics") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -104,7 +105,11 @@ public enum HTTPFrontend {
         // Hostile HTTP: small header limits (larger is a closed connection), keep-alive
         // connections closed after http.idle_timeout, and a first request head that must arrive
         // within http.header_timeout (slowloris).
+        // Long-polls of sessions open here are answered on the event loop (PollFastPath).
+        let fast = PollFastPathContext(authenticator: authenticator, service: { polls.readyService() },
+                                       maxBatch: configuration.poll.maxBatch, cors: !configuration.poll.corsOrigin.isEmpty)
         let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [PollFastPathInstaller(fast)],
             idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
         let headTimeout = TimeAmount.seconds(Int64(configuration.http.headerTimeout))
@@ -128,7 +133,7 @@ public enum HTTPFrontend {
             services: [link],
             logger: logger
         )
-        return (app, DrainService(link: link, sockets: sockets))
+        return (app, DrainService(link: link, sockets: sockets, answerPolls: { polls.answerParkedPolls() }))
     }
 
     static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, identity: ClientIdentity,

@@ -79,19 +79,7 @@ struct PollRoutes: Sendable {
         defer { service.runtime.metrics.connectionClosed(.poll) }
         let (messages, cursor) = try await service.poll(session: session, user: identity.user, rules: identity.rules, wait: wait, max: max,
                                                         ack: query.items["ack"])
-        // Each item is its `msg` frame after `{"op":"msg",`: the bytes built once for the message.
-        var body = ByteBuffer()
-        body.reserveCapacity(64 + messages.reduce(0) { $0 + $1.frame.readableBytes })
-        body.writeStaticString("{\"messages\":[")
-        for (k, m) in messages.enumerated() {
-            body.writeStaticString(k == 0 ? "{" : ",{")
-            body.writeImmutableBuffer(m.answerTail)
-        }
-        var w = JSONWriter()
-        w.raw("],\"cursor\":")
-        w.string(cursor)
-        w.raw("}")
-        body.writeBytes(w.bytes)
+        let body = PollAnswerBody.make(messages, cursor: cursor)
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
     }
 
@@ -141,6 +129,13 @@ struct PollRoutes: Sendable {
     }
 
     // MARK: plumbing
+
+    /// The poll service, or nil while the link is not up or the node drains (the event-loop
+    /// poll path then hands requests to the router, which answers why).
+    func readyService() -> PollService? { try? service() }
+
+    /// Answers every long-poll parked on this node (a drain).
+    func answerParkedPolls() { cachedService.withLockedValue { $0?.service }?.answerParkedPolls() }
 
     private func service() throws(ProtocolError) -> PollService {
         guard !link.isDraining else { throw ProtocolError(.unavailable, "shutting down", ref: nil) }

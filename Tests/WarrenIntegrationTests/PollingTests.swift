@@ -193,6 +193,37 @@ struct PollingTests {
         await sender.close()
     }
 
+    /// Polls of a session open on this node are answered on the event loop, other requests by
+    /// the router: a client that pipelines both on one connection gets every answer, in order.
+    @Test func pipelinedPollsAndOtherRequestsAreAnsweredInOrder() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let room = "room.pipe\(UUID().uuidString.prefix(6).lowercased())"
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
+        let sender = try await warren.socket(bob)
+        _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"first","cid":"p1"}"#, expect: "puback")
+        let poll = { (wait: Int, close: Bool) in
+            "GET /v1/poll/\(poller.session)?user=\(alice)&wait=\(wait) HTTP/1.1\r\nHost: x\r\n\(close ? "Connection: close\r\n" : "")\r\n"
+        }
+        let health = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        // poll (has "first") · health · poll (waits 1 s, empty) · health · poll (empty, closes)
+        let answer = try await RawHTTP.exchange(port: warren.port, [RawHTTP.bytes(poll(0, false) + health + poll(1, false) + health + poll(0, true))],
+                                                timeout: .seconds(20))
+        let text = answer.text
+        #expect(text.components(separatedBy: "HTTP/1.1 200").count - 1 == 5, "\(text)")
+        func position(_ needle: String, after start: String.Index) -> String.Index? {
+            text.range(of: needle, range: start..<text.endIndex)?.upperBound
+        }
+        let first = position("\"first\"", after: text.startIndex)
+        let ok1 = first.flatMap { position("ok\n", after: $0) }
+        let emptyPoll = ok1.flatMap { position("\"messages\":[]", after: $0) }
+        let ok2 = emptyPoll.flatMap { position("ok\n", after: $0) }
+        let lastPoll = ok2.flatMap { position("\"messages\":[]", after: $0) }
+        #expect(lastPoll != nil, "answers in request order: \(text)")
+        await sender.close()
+    }
+
     @Test func badHTTPInputGetsTheDocumentedStatus() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }

@@ -10,7 +10,8 @@ import NIOCore
 public final class PollOutput: SessionOutput {
     private struct State {
         var buffer: PollBuffer
-        var waiter: (id: UInt64, continuation: CheckedContinuation<Void, Never>)?
+        /// The parked poll: called once, outside the lock, when it is to be answered.
+        var waiter: (id: UInt64, wake: @Sendable () -> Void)?
         /// The parked poll's deadline timer: cancelled when the poll is answered sooner (an
         /// uncancelled timer per answer would pile up in the event loop's timer heap).
         var timer: Scheduled<Void>?
@@ -38,7 +39,7 @@ public final class PollOutput: SessionOutput {
             (s.buffer.add(item), Self.takeWaiter(&s))
         }
         if dropped { onDrop(item) }
-        waiter?.resume()
+        waiter?()
         return true
     }
 
@@ -47,16 +48,16 @@ public final class PollOutput: SessionOutput {
             s.closed = true
             return Self.takeWaiter(&s)
         }
-        waiter?.resume()
+        waiter?()
     }
 
-    /// Removes the parked poll (if any) and its timer; the caller resumes it outside the lock.
-    private static func takeWaiter(_ s: inout State) -> CheckedContinuation<Void, Never>? {
+    /// Removes the parked poll (if any) and its timer; the caller wakes it outside the lock.
+    private static func takeWaiter(_ s: inout State) -> (@Sendable () -> Void)? {
         guard let w = s.waiter else { return nil }
         s.waiter = nil
         s.timer?.cancel()
         s.timer = nil
-        return w.continuation
+        return w.wake
     }
 
     // MARK: polls
@@ -65,31 +66,39 @@ public final class PollOutput: SessionOutput {
     /// place, or `timeout` passes (a timer on `loop`, no task per wait).
     public func wait(timeout: TimeAmount, on loop: any EventLoop) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = state.withLockedValue { s -> Bool in
-                if s.closed || !s.buffer.isEmpty { return true }
-                let displaced = Self.takeWaiter(&s)
-                s.nextWaiter += 1
-                let id = s.nextWaiter
-                s.waiter = (id, c)
-                s.timer = loop.scheduleTask(in: timeout) { [weak self] in self?.wake(only: id) }
-                // Resumed outside the lock would be tidier, but a continuation's resume only
-                // enqueues its task: it runs nothing here.
-                displaced?.resume()
-                return false
-            }
-            if now { c.resume() }
+            if park(timeout: timeout, on: loop, wake: { c.resume() }) == nil { c.resume() }
         }
+    }
+
+    /// Parks a poll: `wake` is called once, from whichever thread answers it (a delivery, the
+    /// timer on `loop`, a poll taking its place, a close, ``wake(parked:)``). Returns the parked
+    /// poll's id; nil, and `wake` not kept, when there is something to answer already.
+    public func park(timeout: TimeAmount, on loop: any EventLoop, wake: @escaping @Sendable () -> Void) -> UInt64? {
+        let (parked, displaced) = state.withLockedValue { s -> (UInt64?, (@Sendable () -> Void)?) in
+            if s.closed || !s.buffer.isEmpty { return (nil, nil) }
+            let displaced = Self.takeWaiter(&s)
+            s.nextWaiter += 1
+            let id = s.nextWaiter
+            s.waiter = (id, wake)
+            s.timer = loop.scheduleTask(in: timeout) { [weak self] in self?.wake(only: id) }
+            return (id, displaced)
+        }
+        displaced?()
+        return parked
     }
 
     /// Answers the parked poll now (a drain).
     public func wake() { wake(only: nil) }
 
+    /// Answers the poll parked as `id`, if it still is (its connection closed).
+    public func wake(parked id: UInt64) { wake(only: id) }
+
     private func wake(only id: UInt64?) {
-        let waiter = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLockedValue { s -> (@Sendable () -> Void)? in
             guard let w = s.waiter, id == nil || w.id == id else { return nil }
             return Self.takeWaiter(&s)
         }
-        waiter?.resume()
+        waiter?()
     }
 
     /// Runs `body` on the buffer under the lock.

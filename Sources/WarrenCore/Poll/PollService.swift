@@ -150,6 +150,57 @@ public final class PollService: Sendable {
         return (items, "\(nodeID).\(seq)")
     }
 
+    /// How ``pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)`` took a poll.
+    public enum LoopPoll: Sendable {
+        /// Not a session open here with its inbox consuming: take ``poll(session:user:rules:wait:max:ack:)``.
+        case elsewhere
+        /// Answered already (`answer` was called).
+        case answered
+        /// Parked on `output` as `id`; `answer` is called when a delivery, the deadline, a poll
+        /// taking its place or a drain ends it (``PollOutput/wake(parked:)`` ends it early).
+        case parked(PollOutput, UInt64)
+    }
+
+    /// A poll of a session already open on this node, taken without suspending: the same
+    /// session, buffer, leases and cursors as ``poll(session:user:rules:wait:max:ack:)``, for a
+    /// frontend that answers on its event loop. `answer` is called exactly once, from any
+    /// thread; when `alive()` is false by then, nothing is taken (the connection went) and
+    /// `answer` gets no items.
+    public func pollOnLoop(session token: String, user: String, wait: Int, max: Int, ack cursor: String?, loop: any EventLoop,
+                           alive: @escaping @Sendable () -> Bool,
+                           answer: @escaping @Sendable (_ items: [PollItem], _ cursor: String) -> Void) -> LoopPoll {
+        guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user,
+              !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
+        if let cursor { ack(cursor, on: session) }
+        let leaseMilliseconds = Int64(settings.lease) * 1000
+        let max = Swift.max(1, min(max, settings.maxBatch))
+        let nodeID = self.nodeID
+        let finish: @Sendable () -> Void = {
+            let now = WallClock.milliseconds()
+            let open = alive()
+            let (items, seq) = session.output.withBuffer { b in
+                let items = open ? b.take(max: max) : []
+                return (items, b.lease(items, now: now, duration: leaseMilliseconds))
+            }
+            session.pollEnded(now: now)
+            answer(items, "\(nodeID).\(seq)")
+        }
+        let wait = min(wait, settings.maxWait)
+        if wait > 0 {
+            if let id = session.output.park(timeout: .seconds(Int64(wait)), on: loop, wake: finish) {
+                logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"])
+                return .parked(session.output, id)
+            }
+        }
+        finish()
+        return .answered
+    }
+
+    /// Answers every poll parked on this node now (a drain).
+    public func answerParkedPolls() {
+        for session in sessions.withLockedValue({ Array($0.values) }) { session.output.wake() }
+    }
+
     // MARK: sessions on this node
 
     /// The session open here for `token`, or opened now (its first poll on this node).
