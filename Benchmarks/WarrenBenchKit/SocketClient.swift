@@ -12,6 +12,11 @@ public enum SocketDialect: Sendable {
     /// Connect only (Warren: the upgrade; STOMP: CONNECT), for the idle scenario.
     case idleWarren
     case idleStomp
+    /// A greedy Warren client: publishes `perTick` messages to `route` every 10 ms, far over
+    /// any sane publish rate, and ignores what it is told.
+    case flood(route: String, perTick: Int)
+    /// A greedy Warren client: asks for `subscriptions` subscriptions at once.
+    case hoard(subscriptions: Int)
 }
 
 /// Opens benchmark WebSockets over loopback and hands their frames to a ``Recorder``.
@@ -101,6 +106,9 @@ final class BenchSocketHandler: ChannelInboundHandler {
     /// Whether anything was written since the last flush: a flush with nothing to write still
     /// costs NIO a trip to the socket, and most reads here write nothing.
     private var needsFlush = false
+    /// The flooder's timer.
+    private var flood: RepeatedTask?
+    private var floodSent = 0
 
     init(index: Int, dialect: SocketDialect, recorder: Recorder, ready: EventLoopPromise<Void>) {
         self.index = index
@@ -116,6 +124,20 @@ final class BenchSocketHandler: ChannelInboundHandler {
         case .stomp, .idleStomp:
             send(context, "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0")
         case .idleWarren:
+            markReady()
+        case .flood(let route, let perTick):
+            markReady()
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            flood = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(10), delay: .milliseconds(10)) { _ in
+                let (handler, context) = bound.value
+                for _ in 0..<perTick {
+                    handler.send(context, #"{"op":"pub","route":"\#(route)","body":"flood","cid":"f\#(handler.floodSent)"}"#)
+                    handler.floodSent += 1
+                }
+                context.flush()
+            }
+        case .hoard(let count):
+            for i in 0..<count { send(context, #"{"op":"sub","id":"h\#(i)","pattern":"room.h\#(i)"}"#) }
             markReady()
         }
         context.flush()
@@ -163,6 +185,7 @@ final class BenchSocketHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        flood?.cancel()
         if !isReady { ready.fail(BenchError.closed("socket \(index) closed during set-up")) }
     }
 
@@ -186,7 +209,7 @@ final class BenchSocketHandler: ChannelInboundHandler {
                     if isReady { recorder.error(text) } else { ready.fail(BenchError.refused(text)) }
                 case .other: break
                 }
-            case .idleWarren:
+            case .idleWarren, .flood, .hoard:
                 break
             case .stomp, .idleStomp:
                 StompScan.frames(bytes) { command, body in

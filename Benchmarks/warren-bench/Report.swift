@@ -131,6 +131,11 @@ struct Report {
             g.append(String(format: "poll-idle (%d parked long-polls): Warren %.1f KB per parked poll (Nchan %@ KB) (goal ≤ 16 KB) — %@",
                             options.pollIdleClients, w / 1000, n.map { String(format: "%.1f", $0 / 1000) } ?? "-", verdict(w <= 16_000)))
         }
+        if let c50 = median("greedy-calm", .warrenWS, { $0.latencyP50Ms }), let g50 = median("greedy", .warrenWS, { $0.latencyP50Ms }),
+           let c99 = median("greedy-calm", .warrenWS, p99), let g99 = median("greedy", .warrenWS, p99) {
+            g.append(String(format: "greedy: two ordinary sockets beside a flooder, a hoarder, a non-reader and a connection storm: p50 %.2f vs %.2f ms alone = %.2f×, p99 %.2f vs %.2f ms = %.2f×, lost %.0f (a measurement, no goal)",
+                            g50, c50, g50 / c50, g99, c99, g99 / c99, median("greedy", .warrenWS, lost) ?? -1))
+        }
         for target in [Target.warrenInbox, .warrenPoll] {
             if let l = median("scale", target, lost), let d = median("scale", target, { Double($0.delivered) }) {
                 g.append(String(format: "scale (%@, %d clients each given a message): delivered %.0f, lost %.0f — %@",

@@ -46,6 +46,22 @@ struct RunPlan: Sendable {
     var idleSeconds: Int = 0
     /// Idle runs: connect only, no subscription.
     var connectOnly = false
+    /// Warren's limits switched on (the bench lifts them otherwise), for the greedy runs.
+    var limited = false
+    /// Greedy clients run beside the measured ones while the messages flow.
+    var abusers = false
+}
+
+/// The greedy clients of one run: a flooder, a subscription hoarder, a socket that never
+/// reads, and a connection storm (one user holding its 20 sockets and asking for more).
+final class Abuse: @unchecked Sendable {
+    var channels: [any Channel] = []
+    var storm: RepeatedTask?
+
+    func stop() async {
+        storm?.cancel()
+        for channel in channels { try? await channel.close() }
+    }
 }
 
 /// A sample of the three processes at one moment.
@@ -153,7 +169,8 @@ final class Runner: @unchecked Sendable {
         if plan.target.usesWarren {
             warren = try WarrenProcess(binary: options.warrenBinary, config: options.config, port: options.warrenPort,
                                        amqpURL: options.amqpURL, exchange: options.exchange,
-                                       log: "/tmp/warren-bench-warren.log")
+                                       log: "/tmp/warren-bench-warren.log",
+                                       environment: plan.limited ? Self.greedyLimits : [:])
         } else if plan.target.usesNchan {
             warren = try NchanServer(port: options.nchanPort, log: "/tmp/warren-bench-nchan.log")
         }
@@ -166,6 +183,7 @@ final class Runner: @unchecked Sendable {
         let connectSeconds = Double(BenchClock.now() - connectStart) / 1e9
         let connected = snapshot(warren)
 
+        let abuse = plan.abusers ? try await startAbuse(plan, loop: clientGroup.next()) : nil
         var outcome: BenchPublisher.Outcome?
         var during = connected
         var pinger: RepeatedTask?
@@ -187,6 +205,7 @@ final class Runner: @unchecked Sendable {
             during = snapshot(warren)
         }
         pinger?.cancel()
+        await abuse?.stop()
 
         await clients.close()
         let after = snapshot(warren)
@@ -194,6 +213,32 @@ final class Runner: @unchecked Sendable {
 
         return result(plan, round: round, tally: try await Tally(recorders), outcome: outcome, connectSeconds: connectSeconds,
                       before: before, connected: connected, during: during, after: after)
+    }
+
+    // MARK: greedy clients
+
+    /// The limits of the greedy runs (the same for the calm run they are compared with).
+    static let greedyLimits = ["WARREN_LIMITS_MAX_CONNECTIONS_PER_USER": "20", "WARREN_LIMITS_PUBLISH_RATE": "50",
+                               "WARREN_LIMITS_OUTBOUND_BUFFER_BYTES": "65536"]
+
+    func startAbuse(_ plan: RunPlan, loop: any EventLoop) async throws -> Abuse {
+        let abuse = Abuse()
+        // Their own recorder: what they are told does not count in the measured clients'.
+        let scratch = Recorder(loop: loop, clients: 1, messages: 1, expected: 0)
+        let port = options.warrenPort
+        @Sendable func open(_ user: String, _ dialect: SocketDialect) -> EventLoopFuture<any Channel> {
+            SocketClient.open(port: port, path: "/v1/ws?user=\(user)", dialect: dialect, index: 0, recorder: scratch)
+        }
+        abuse.channels.append(try await open("flood", .flood(route: "room.flood", perTick: 10)).get())   // 1,000 a second; its rate is 50
+        abuse.channels.append(try await open("hoard", .hoard(subscriptions: 10_000)).get())             // its limit is 100
+        let sleepy = try await open("sleepy", .warren(pattern: plan.pattern(0), inbox: false)).get()  // subscribed, never reads
+        try await sleepy.setOption(ChannelOptions.autoRead, value: false).get()
+        abuse.channels.append(sleepy)
+        for _ in 0..<20 { abuse.channels.append(try await open("storm", .idleWarren).get()) }
+        abuse.storm = loop.scheduleRepeatedTask(initialDelay: .milliseconds(20), delay: .milliseconds(20)) { _ in
+            for _ in 0..<5 { _ = open("storm", .idleWarren) }   // refused: over its 20 connections
+        }
+        return abuse
     }
 
     // MARK: clients

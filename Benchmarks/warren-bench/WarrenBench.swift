@@ -7,8 +7,8 @@ import Glibc
 
 /// The bench's settings (every one a command-line option).
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale.")
-    var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale"
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy.")
+    var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale,greedy"
     @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, nchan, nchan-multi); default: each scenario's own set.")
     var targets = ""
     @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
@@ -57,6 +57,8 @@ struct BenchOptions: ParsableArguments {
     var pollIdleClients = 15000
     @Option(help: "Clients in scale: inbox WebSocket users, then long-pollers, each given one message of its own.")
     var scaleClients = 15000
+    @Option(help: "Messages (at 50/s) in greedy, with and without the greedy clients.")
+    var greedyMessages = 500
 
     @Option(help: "Publishes awaiting confirms at once (unpaced scenarios).")
     var window = 256
@@ -164,6 +166,18 @@ struct WarrenBench: AsyncParsableCommand {
             plan.channel = { "u.b\($0)" }
             plan.idleSeconds = o.idleSeconds
             return [(plan, [.warrenPoll, .nchan])]
+        case "greedy":
+            // Two ordinary sockets' latency at a calm rate, with Warren's limits on: once alone
+            // ("greedy-calm"), once beside a flooder, a subscription hoarder, a socket that
+            // never reads and a connection storm ("greedy"). The ratio is the measurement.
+            var calm = RunPlan(scenario: "greedy-calm", target: .warrenWS, clients: 2,
+                               keys: Array(repeating: room, count: o.greedyMessages), expected: 2 * o.greedyMessages,
+                               pattern: { _ in room }, rate: 50)
+            calm.limited = true
+            var greedy = calm
+            greedy.scenario = "greedy"
+            greedy.abusers = true
+            return [(calm, [.warrenWS]), (greedy, [.warrenWS])]
         case "scale":
             // Every client a message of its own: user i's key is u.b<i> (Warren's pattern #.b<i>.#,
             // Nchan's channel u.b<i>).

@@ -12,7 +12,8 @@ final class WarrenProcess: MeasuredServer {
 
     /// Starts `binary serve --config config` on `port` with the limits a load test needs
     /// lifted (per-user connection cap, publish rate) and waits for `/readyz`.
-    init(binary: String, config: String, port: Int, amqpURL: String, exchange: String, log: String) throws {
+    init(binary: String, config: String, port: Int, amqpURL: String, exchange: String, log: String,
+         environment overrides: [String: String] = [:]) throws {
         self.port = port
         guard Self.httpStatus(port: port, path: "/readyz") == nil else {
             throw BenchError.warren("something already listens on 127.0.0.1:\(port) (a Warren left from an earlier run?)")
@@ -28,6 +29,7 @@ final class WarrenProcess: MeasuredServer {
         env["WARREN_LOG_LEVEL"] = "warning"
         env["WARREN_LIMITS_MAX_CONNECTIONS_PER_USER"] = "0"
         env["WARREN_LIMITS_PUBLISH_RATE"] = "0"
+        env.merge(overrides) { $1 }
         process.environment = env
         try launch(log: log, readyPath: "/readyz", within: 60)
     }
