@@ -1,6 +1,8 @@
 import AMQPClient
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Testing
 @testable import WarrenCore
 
@@ -47,6 +49,24 @@ struct PollBufferTests {
         #expect(b.ack(upTo: s1).isEmpty, "an expired lease is no longer acked")
         #expect(b.ack(upTo: s3) == ["i3"])
         #expect(!b.hasLeases)
+    }
+
+    /// A parked poll is answered by the delivery itself, inside `deliver`: no clock involved
+    /// (its deadline is an hour away).
+    @Test func aParkedPollIsAnsweredByTheDeliveryItself() {
+        let output = PollOutput(maxLength: 10)
+        let woken = NIOLockedValueBox(0)
+        let id = output.park(timeout: .hours(1), on: MultiThreadedEventLoopGroup.singleton.any()) {
+            woken.withLockedValue { $0 += 1 }
+        }
+        #expect(id != nil && output.hasWaiter)
+        #expect(woken.withLockedValue { $0 } == 0)
+        _ = output.deliver(item(1).frame, inboxID: nil)
+        #expect(woken.withLockedValue { $0 } == 1, "woken by the delivery")
+        #expect(!output.hasWaiter)
+        // With something buffered, a poll does not park at all.
+        #expect(output.park(timeout: .hours(1), on: MultiThreadedEventLoopGroup.singleton.any()) { woken.withLockedValue { $0 += 1 } } == nil)
+        #expect(woken.withLockedValue { $0 } == 1)
     }
 
     @Test func waitingInboxDeliveriesAreHandedBackLiveOnesStay() {

@@ -91,7 +91,9 @@ struct PollingTests {
         let (_, messages) = try await held.value
         let latency = ContinuousClock.now - publishedAt
         #expect(messages.count == 1)
-        #expect(latency < .seconds(20), "woken by the message, not by the 25 s deadline")
+        // That the delivery itself answers a parked poll (rather than its deadline) is checked
+        // without a clock in PollBufferTests.aParkedPollIsAnsweredByTheDeliveryItself; here the
+        // time is only printed (no timing bounds in tests).
         print("wait=25 answered \(latency) after the publish")
         await sender.close()
     }
