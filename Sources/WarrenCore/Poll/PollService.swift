@@ -140,11 +140,17 @@ public final class PollService: Sendable {
                 session.output.wake()
             }
         }
-        let now = WallClock.milliseconds()
-        let leaseMilliseconds = Int64(settings.lease) * 1000
+        return take(from: session, max: max, now: WallClock.milliseconds())
+    }
+
+    /// An answer: up to `max` (clamped to `poll.max_batch`) buffered deliveries, their inbox
+    /// ones leased under the answer's cursor. `none` takes nothing (the client went) but still
+    /// makes a cursor.
+    private func take(from session: PollSession, max: Int, now: Int64, none: Bool = false) -> (messages: [PollItem], cursor: String) {
         let max = Swift.max(1, min(max, settings.maxBatch))
+        let leaseMilliseconds = Int64(settings.lease) * 1000
         let (items, seq) = session.output.withBuffer { b in
-            let items = b.take(max: max)
+            let items = none ? [] : b.take(max: max)
             return (items, b.lease(items, now: now, duration: leaseMilliseconds))
         }
         return (items, "\(nodeID).\(seq)")
@@ -172,18 +178,11 @@ public final class PollService: Sendable {
         guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user,
               !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
         if let cursor { ack(cursor, on: session) }
-        let leaseMilliseconds = Int64(settings.lease) * 1000
-        let max = Swift.max(1, min(max, settings.maxBatch))
-        let nodeID = self.nodeID
-        let finish: @Sendable () -> Void = {
+        let finish: @Sendable () -> Void = { [self] in
             let now = WallClock.milliseconds()
-            let open = alive()
-            let (items, seq) = session.output.withBuffer { b in
-                let items = open ? b.take(max: max) : []
-                return (items, b.lease(items, now: now, duration: leaseMilliseconds))
-            }
+            let (items, cursor) = take(from: session, max: max, now: now, none: !alive())
             session.pollEnded(now: now)
-            answer(items, "\(nodeID).\(seq)")
+            answer(items, cursor)
         }
         let wait = min(wait, settings.maxWait)
         if wait > 0 {
