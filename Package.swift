@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
     ],
     targets: [
         // The AMQP 0-9-1 client: knows nothing of chat.
@@ -52,6 +53,15 @@ let package = Package(
                 .product(name: "Atomics", package: "swift-atomics"),
             ]
         ),
+        // The conversation store's backends (DESIGN §10) behind WarrenCore's `ConversationStore`.
+        .target(
+            name: "WarrenStore",
+            dependencies: [
+                "WarrenCore",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The HTTP / WebSocket frontends: a thin layer over WarrenCore.
         .target(
             name: "WarrenHTTP",
@@ -76,6 +86,7 @@ let package = Package(
             dependencies: [
                 "WarrenCore",
                 "WarrenHTTP",
+                "WarrenStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -133,6 +144,11 @@ let package = Package(
             name: "WarrenCoreTests",
             dependencies: ["WarrenCore"]
         ),
+        // The store's backends against real databases (SQLite in a temporary file).
+        .testTarget(
+            name: "WarrenStoreTests",
+            dependencies: ["WarrenStore", "WarrenCore"]
+        ),
         .testTarget(
             name: "WarrenBenchKitTests",
             dependencies: ["WarrenBenchKit", .product(name: "NIOCore", package: "swift-nio")]
@@ -157,6 +173,7 @@ let package = Package(
             name: "WarrenIntegrationTests",
             dependencies: [
                 "WarrenCore",
+                "WarrenStore",
                 "TestSupport",
                 "AMQPClient",
                 // The load tool's light clients (one NIO channel each), for the scale tests.

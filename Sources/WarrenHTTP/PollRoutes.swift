@@ -10,6 +10,7 @@ struct PollRoutes: Sendable {
     let link: BrokerLink
     let authenticator: Authenticator
     let codec: PollSessionCodec
+    let support: RouteSupport
     /// One poll service per bridge runtime (the runtime is created when the broker link is up).
     private let cachedService = NIOLockedValueBox<(runtime: ObjectIdentifier, service: PollService)?>(nil)
 
@@ -18,27 +19,28 @@ struct PollRoutes: Sendable {
         self.link = link
         self.authenticator = authenticator
         self.codec = codec
+        self.support = RouteSupport(authenticator: authenticator, maxBodyBytes: configuration.limits.maxFrameBytes)
     }
 
     func register(on router: Router<BasicRequestContext>) {
-        router.post("v1/poll") { request, _ in await respond { try await create(request) } }
+        router.post("v1/poll") { request, _ in await RouteSupport.respond { try await create(request) } }
         router.get("v1/poll/:session") { request, context in
-            await respond { try await poll(request, session: context.parameters.get("session") ?? "") }
+            await RouteSupport.respond { try await poll(request, session: context.parameters.get("session") ?? "") }
         }
         router.post("v1/poll/:session/ack") { request, context in
-            await respond { try await ack(request, session: context.parameters.get("session") ?? "") }
+            await RouteSupport.respond { try await ack(request, session: context.parameters.get("session") ?? "") }
         }
         router.delete("v1/poll/:session") { request, context in
-            await respond { try await delete(request, session: context.parameters.get("session") ?? "") }
+            await RouteSupport.respond { try await delete(request, session: context.parameters.get("session") ?? "") }
         }
-        router.post("v1/messages") { request, _ in await respond { try await publish(request) } }
+        router.post("v1/messages") { request, _ in await RouteSupport.respond { try await publish(request) } }
     }
 
     // MARK: handlers
 
     private func create(_ request: Request) async throws -> Response {
-        let (identity, _, _) = try await authenticate(request)
-        let json = try await jsonBody(request)
+        let (identity, _, _) = try await support.authenticate(request)
+        let json = try await support.jsonBody(request)
         guard case .array(let list) = json["subscriptions"] ?? .null else {
             throw ProtocolError(.badFrame, "subscriptions must be a list", ref: nil)
         }
@@ -61,11 +63,11 @@ struct PollRoutes: Sendable {
         w.raw(",\"expires_in\":")
         w.int(Int64(expiresIn))
         w.raw("}")
-        return jsonResponse(201, w.bytes)
+        return RouteSupport.jsonResponse(201, w.bytes)
     }
 
     private func poll(_ request: Request, session: String) async throws -> Response {
-        let (identity, query, _) = try await authenticate(request)
+        let (identity, query, _) = try await support.authenticate(request)
         let wait = try nonNegative(query.items["wait"], name: "wait", default: 0)
         let max = try nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch)
         let service = try service()
@@ -84,22 +86,22 @@ struct PollRoutes: Sendable {
     }
 
     private func ack(_ request: Request, session: String) async throws -> Response {
-        let (identity, _, _) = try await authenticate(request)
-        let json = try await jsonBody(request)
+        let (identity, _, _) = try await support.authenticate(request)
+        let json = try await support.jsonBody(request)
         guard let cursor = json["cursor"]?.stringValue else { throw ProtocolError(.badFrame, "cursor must be a string", ref: nil) }
         try await service().ack(session: session, user: identity.user, cursor: cursor)
         return Response(status: .noContent)
     }
 
     private func delete(_ request: Request, session: String) async throws -> Response {
-        let (identity, _, _) = try await authenticate(request)
+        let (identity, _, _) = try await support.authenticate(request)
         try await service().delete(session: session, user: identity.user)
         return Response(status: .noContent)
     }
 
     private func publish(_ request: Request) async throws -> Response {
-        let (identity, _, _) = try await authenticate(request)
-        let json = try await jsonBody(request)
+        let (identity, _, _) = try await support.authenticate(request)
+        let json = try await support.jsonBody(request)
         guard case .object = json else { throw ProtocolError(.badFrame, "the body must be a JSON object", ref: nil) }
         let publish = try PublishRequest.parse(json)
         guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
@@ -125,7 +127,7 @@ struct PollRoutes: Sendable {
             w.string(publish.routes[0].value)
         }
         w.raw("}")
-        return jsonResponse(202, w.bytes)
+        return RouteSupport.jsonResponse(202, w.bytes)
     }
 
     // MARK: plumbing
@@ -150,46 +152,9 @@ struct PollRoutes: Sendable {
         }
     }
 
-    private func authenticate(_ request: Request) async throws -> (ClientIdentity, Query, Date?) {
-        let query = Query(target: request.uri.description)
-        do {
-            let (identity, expiresAt) = try await authenticator.authenticate(query: query, authorization: request.headers[.authorization])
-            return (identity, query, expiresAt)
-        } catch {
-            throw ProtocolError(error.code, error.message, ref: nil)
-        }
-    }
-
-    private func jsonBody(_ request: Request) async throws -> JSONValue {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: configuration.limits.maxFrameBytes)
-        } catch {
-            throw ProtocolError(.tooLarge, "the request body exceeds \(configuration.limits.maxFrameBytes) bytes", ref: nil)
-        }
-        do { return try JSONParser.parse(buffer.readableBytesView) } catch {
-            throw ProtocolError(.badFrame, "the body is not JSON: \(error)", ref: nil)
-        }
-    }
-
     private func nonNegative(_ raw: String?, name: String, default value: Int) throws(ProtocolError) -> Int {
         guard let raw else { return value }
         guard let n = Int(raw), n >= 0 else { throw ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil) }
         return n
-    }
-
-    private func jsonResponse(_ status: Int, _ bytes: [UInt8]) -> Response {
-        Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-
-    /// Runs a handler, turning `ProtocolError`s into the JSON error bodies of DESIGN §5.
-    private func respond(_ body: () async throws -> Response) async -> Response {
-        do {
-            return try await body()
-        } catch let error as ProtocolError {
-            return HTTPFrontend.errorResponse(error.code.httpStatus, error.code, error.message)
-        } catch {
-            return HTTPFrontend.errorResponse(500, .internal, "\(error)")
-        }
     }
 }

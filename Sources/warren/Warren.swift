@@ -7,6 +7,7 @@ import Prometheus
 import ServiceLifecycle
 import WarrenCore
 import WarrenHTTP
+import WarrenStore
 
 /// `warren`: the gateway daemon. `serve` is the default subcommand.
 @main
@@ -56,15 +57,28 @@ struct Serve: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = WarrenMetrics.durationBuckets
+        factory.valueHistogramBuckets["warren_store_batch_size"] = StoreMetrics.batchBuckets
         MetricsSystem.bootstrap(factory)
         let metrics = WarrenMetrics(classifier: RouteClassifier(config.routes), registry: registry)
-        let link = BrokerLink(configuration: config, metrics: metrics, logger: logger)
+        var conversations: Conversations?
+        if config.store.enabled {
+            let store: any ConversationStore
+            do { store = try await StoreBackends.open(config.store, logger: logger) } catch {
+                logger.critical("cannot open the conversation store", metadata: [
+                    "url": "\(StoreSettings.Backend(url: config.store.url)?.redacted ?? "")", "error": "\(error)"])
+                throw ExitCode.failure
+            }
+            conversations = Conversations(store: store, settings: config.store, metrics: StoreMetrics(), logger: logger)
+        }
+        let link = BrokerLink(configuration: config, metrics: metrics, conversations: conversations, logger: logger)
         let sessions = await PollSessionCodec.make(secret: config.auth.secret)
         let (app, drain) = try HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions,
                                                     logger: logger)
         // SIGTERM / SIGINT start a graceful drain bounded by shutdown.grace; past it, services are cancelled.
         // Services stop in reverse order: the drain (sockets → 1001) first, then the HTTP server and broker link.
-        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: app), .init(service: drain)],
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: drain)]
+        if let conversations { services.insert(.init(service: conversations), at: 0) }
+        var groupConfiguration = ServiceGroupConfiguration(services: services,
                                                            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(config.shutdownGrace)
         groupConfiguration.maximumCancellationDuration = .seconds(2)
@@ -93,7 +107,7 @@ struct Token: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         guard RouteKey.isValidWord(user) else { throw ValidationError("--user must be a word of [A-Za-z0-9_-]") }
-        guard let seconds = Self.parseDuration(ttl) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d") }
+        guard let seconds = DurationText.seconds(ttl).map(TimeInterval.init) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d") }
         let authority: TokenAuthority
         do { authority = try await config.auth.makeAuthority() } catch {
             throw ValidationError("cannot sign tokens: \(error) (HS256: set auth.secret or WARREN_AUTH_SECRET; RS256/ES256: auth.private_key_file)")
@@ -102,16 +116,5 @@ struct Token: AsyncParsableCommand {
             throw ValidationError("\(config.auth.algorithm.rawValue) needs auth.private_key_file to sign tokens")
         }
         print(try await authority.mint(user: user, ttl: seconds))
-    }
-
-    static func parseDuration(_ s: String) -> TimeInterval? {
-        guard let unit = s.last, let n = Double(s.dropLast()), n > 0 else { return nil }
-        switch unit {
-        case "s": return n
-        case "m": return n * 60
-        case "h": return n * 3600
-        case "d": return n * 86400
-        default: return nil
-        }
     }
 }

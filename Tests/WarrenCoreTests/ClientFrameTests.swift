@@ -59,6 +59,18 @@ import Testing
         expectError(##"{"op":"ack"}"##, .badFrame)
     }
 
+    @Test func storeOps() throws {
+        #expect(try parse(#"{"op":"history","id":"h1","route":"alice.bob","before":"x","limit":20}"#)
+            == .history(id: "h1", route: "alice.bob", before: "x", limit: 20))
+        #expect(try parse(#"{"op":"history","id":"h2","route":"alice.bob"}"#) == .history(id: "h2", route: "alice.bob", before: nil, limit: nil))
+        #expect(try parse(#"{"op":"conversations","id":"c1"}"#) == .conversations(id: "c1"))
+        #expect(try parse(#"{"op":"read","route":"alice.bob","id":"m1"}"#) == .read(route: "alice.bob", id: "m1"))
+        expectError(#"{"op":"history","id":"h3"}"#, .badFrame, ref: "h3")
+        expectError(#"{"op":"history","id":"h4","route":"a","limit":"ten"}"#, .badFrame, ref: "h4")
+        expectError(#"{"op":"conversations"}"#, .badFrame)
+        expectError(#"{"op":"read","id":"m1"}"#, .badFrame, ref: "m1")
+    }
+
     @Test func serverFrames() {
         #expect(String(decoding: ServerFrame.puback(cid: "c1", ids: ["i1"], multicast: false), as: UTF8.self) == ##"{"op":"puback","cid":"c1","id":"i1"}"##)
         #expect(String(decoding: ServerFrame.puback(cid: "c1", ids: ["i1", "i2"], multicast: true), as: UTF8.self) == ##"{"op":"puback","cid":"c1","ids":["i1","i2"]}"##)

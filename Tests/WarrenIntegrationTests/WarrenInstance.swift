@@ -20,7 +20,9 @@ struct WarrenInstance {
                    "WARREN_AMQP_URL": brokerURL, "WARREN_LOG_LEVEL": "info",
                    // Tests publish far faster than a person and hold many polls per user; the
                    // per-user limits have tests of their own (GreedyClientTests) that set them.
-                   "WARREN_LIMITS_PUBLISH_RATE": "0", "WARREN_LIMITS_MAX_CONNECTIONS_PER_USER": "0"]
+                   "WARREN_LIMITS_PUBLISH_RATE": "0", "WARREN_LIMITS_MAX_CONNECTIONS_PER_USER": "0",
+                   // The store has tests of its own (StoreTests), each with its own database and queue.
+                   "WARREN_STORE_ENABLED": "false"]
         for (k, v) in extra { env[k] = v }
         let process = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: env)
         guard await process.waitForLog("warren is ready") else {

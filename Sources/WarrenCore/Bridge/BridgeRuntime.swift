@@ -41,6 +41,8 @@ public final class BridgeRuntime: Sendable {
     public let metrics: WarrenMetrics
     /// Per-user connection and publish-rate limits on this node.
     public let users: UserLimiter
+    /// History, conversations and read markers; nil when `store.enabled = false`.
+    public let conversations: Conversations?
     let logger: Logger
     private let slowConsumers = NIOLockedValueBox(0)
 
@@ -53,8 +55,10 @@ public final class BridgeRuntime: Sendable {
     }
 
     public init(channels: any ChannelSource, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
-                inbox: InboxSettings, policy: AccessPolicy, metrics: WarrenMetrics, logger: Logger) {
+                inbox: InboxSettings, policy: AccessPolicy, metrics: WarrenMetrics, conversations: Conversations? = nil,
+                logger: Logger) {
         self.metrics = metrics
+        self.conversations = conversations
         self.channels = channels
         self.publisher = publisher
         self.hub = hub
@@ -81,10 +85,34 @@ public final class BridgeRuntime: Sendable {
         return ProtocolError(.rateLimited, "publish rate limit: \(limits.publishRate) a second per user", ref: request.cid)
     }
 
+    /// The conversation store, or `unavailable` when it is off.
+    public func store() throws(ProtocolError) -> Conversations {
+        guard let conversations else { throw ProtocolError(.unavailable, "the conversation store is off (store.enabled = false)", ref: nil) }
+        return conversations
+    }
+
+    /// Moves a user's read marker (DESIGN §10) and, when it moved, publishes the transient `read`
+    /// envelope on the route so the user's other devices and the other participants see it. The
+    /// receipt takes a token of the user's publish rate. Returns the route and the marker as it stands.
+    public func markRead(user: String, rules: AccessRules, route: String, id: String, via: Via) async throws(ProtocolError)
+        -> (route: RouteKey, marker: String) {
+        let (key, marker, moved) = try await store().markRead(user: user, route: route, id: id, rules: rules)
+        guard moved else { return (key, marker) }
+        guard users.takePublishes(user, count: 1) else {
+            metrics.limitHit(via == .poll ? .poll : .ws, .publishRate)
+            throw ProtocolError(.rateLimited, "publish rate limit: \(limits.publishRate) a second per user", ref: nil)
+        }
+        let receipt = PublishRequest(routes: [key], multicast: false, type: "read",
+                                     body: .object([(key: "user", value: .string(user)), (key: "id", value: .string(marker))]),
+                                     cid: nil, transient: true, headers: [])
+        _ = try publisher.submit(receipt, from: user, via: via, maxMessageBytes: limits.maxMessageBytes)
+        return (key, marker)
+    }
+
     /// Sets up the publisher channel and the node's live queue on the first connection, and the
-    /// channel pool over all of them.
+    /// channel pool over all of them; with a store, starts this node's writer of `warren.store`.
     public static func start(connections: [AMQPConnection], configuration: BridgeConfiguration, nodeID: String,
-                             metrics: WarrenMetrics, logger: Logger) async throws -> BridgeRuntime {
+                             metrics: WarrenMetrics, conversations: Conversations? = nil, logger: Logger) async throws -> BridgeRuntime {
         let primary = connections[0]
         let publishChannel = try await primary.openChannel()
         try await publishChannel.confirmSelect()
@@ -95,11 +123,19 @@ public final class BridgeRuntime: Sendable {
         try await hub.start()
         let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,
                                consumptionChannels: configuration.amqp.consumptionChannels)
+        if let conversations {
+            let writer = StoreWriter(store: conversations.store, settings: conversations.settings, channels: pool,
+                                     exchange: configuration.amqp.exchange, metrics: conversations.metrics, bridgeMetrics: metrics,
+                                     logger: logger)
+            try await writer.start()
+            conversations.attach(writer)
+        }
         return BridgeRuntime(channels: pool,
                              publisher: Publisher(channel: publishChannel, exchange: configuration.amqp.exchange, metrics: metrics,
                                                   logger: logger, blockedReason: { primary.blockedReason }),
                              hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
-                             inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, logger: logger)
+                             inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, conversations: conversations,
+                             logger: logger)
     }
 
     /// A user's inbox, declared; it consumes once the session starts it.

@@ -23,8 +23,13 @@ public final class BrokerLink: Service, Sendable {
     /// Warren's metrics; the link reports `warren_amqp_up` and reconnects into them.
     public let metrics: WarrenMetrics
 
-    public init(configuration: BridgeConfiguration, metrics: WarrenMetrics = .disabled, logger: Logger) {
+    /// The conversation store, when `store.enabled`; its writer starts with the bridge.
+    public let conversations: Conversations?
+
+    public init(configuration: BridgeConfiguration, metrics: WarrenMetrics = .disabled, conversations: Conversations? = nil,
+                logger: Logger) {
         self.metrics = metrics
+        self.conversations = conversations
         self.configuration = configuration
         self.logger = logger
         self.nodeID = configuration.nodeID.isEmpty ? Self.defaultNodeID() : configuration.nodeID
@@ -62,10 +67,11 @@ public final class BrokerLink: Service, Sendable {
         if first { logger.info("draining: readiness is now 503, sockets get 1001, long-polls are answered") }
     }
 
-    /// True once the broker connection and topology are up, while the connection is healthy,
-    /// and until a drain starts.
+    /// True once the broker connection and topology are up, while the connection is healthy
+    /// and the conversation store (if on) answers, and until a drain starts.
     public var isReady: Bool {
         if draining.withLockedValue({ $0 }) { return false }
+        if let conversations, !conversations.isHealthy { return false }
         return state.withLockedValue { s in
             guard s.topologyReady, !s.connections.isEmpty else { return false }
             return s.connections.allSatisfy { $0.state == .connected }
@@ -99,7 +105,7 @@ public final class BrokerLink: Service, Sendable {
         let runtime: BridgeRuntime
         do {
             runtime = try await BridgeRuntime.start(connections: connections, configuration: configuration, nodeID: nodeID,
-                                                    metrics: metrics, logger: logger)
+                                                    metrics: metrics, conversations: conversations, logger: logger)
         } catch {
             logger.critical("cannot set up the bridge on the broker", metadata: ["error": "\(error)"])
             for c in connections { await c.close() }

@@ -79,6 +79,27 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             for id in ids where !ackInbox(envelopeID: id) {
                 fail(ProtocolError(.notFound, "no unacknowledged inbox delivery with this id", ref: id))
             }
+        case .history(let ref, let route, let before, let limit):
+            do {
+                let page = try await runtime.store().history(route: route, before: before, limit: limit, rules: rules)
+                send(StoreAnswer.historyFrame(ref: ref, route: route, page: page))
+            } catch {
+                fail(error.answering(ref))
+            }
+        case .conversations(let ref):
+            do {
+                let list = try await runtime.store().list(user: user, rules: rules)
+                send(StoreAnswer.conversationsFrame(ref: ref, list: list))
+            } catch {
+                fail(error.answering(ref))
+            }
+        case .read(let route, let id):
+            do {
+                let (key, marker) = try await runtime.markRead(user: user, rules: rules, route: route, id: id, via: via)
+                send(StoreAnswer.readFrame(route: key.value, marker: marker))
+            } catch {
+                fail(error.answering(id))
+            }
         }
     }
 

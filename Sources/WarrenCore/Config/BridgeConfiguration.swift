@@ -96,6 +96,7 @@ public struct BridgeConfiguration: Sendable {
     public var inbox = InboxSettings()
     public var limits = BridgeLimits()
     public var poll = PollSettings()
+    public var store = StoreSettings()
     /// Serve the demo page at `/`.
     public var demo = true
     /// Seconds the drain after SIGTERM may take before the process exits anyway.
@@ -284,8 +285,36 @@ public struct BridgeConfiguration: Sendable {
         config.limits.publishRate = try source.int("limits", "publish_rate", default: config.limits.publishRate, range: 0...1_000_000)
         config.limits.publishBurst = try source.int("limits", "publish_burst", default: config.limits.publishBurst, range: 1...10_000_000)
 
+        config.store.enabled = try source.bool("store", "enabled", default: config.store.enabled)
+        config.store.url = try source.string("store", "url", default: config.store.url)
+        guard StoreSettings.Backend(url: config.store.url) != nil else {
+            throw source.error("store", "url", "must be sqlite://<path> or postgres://user:pass@host:5432/db")
+        }
+        config.store.queue = try source.string("store", "queue", default: config.store.queue)
+        guard !config.store.queue.isEmpty, config.store.queue.utf8.count <= 255, !config.store.queue.hasPrefix("amq.") else {
+            throw source.error("store", "queue", "must be a queue name of 1-255 bytes (not amq.*)")
+        }
+        config.store.patterns = try source.stringArray("store", "patterns", default: config.store.patterns)
+        guard !config.store.patterns.isEmpty else { throw source.error("store", "patterns", "must name at least one pattern") }
+        for pattern in config.store.patterns where (try? TopicPattern(pattern)) == nil {
+            throw source.error("store", "patterns", "'\(pattern)' is not a topic pattern")
+        }
+        for (key, keyPath) in [("skip_types", \StoreSettings.skipTypes), ("uncounted_types", \StoreSettings.uncountedTypes)] {
+            config.store[keyPath: keyPath] = try source.stringArray("store", key, default: config.store[keyPath: keyPath])
+            if let bad = config.store[keyPath: keyPath].first(where: { !Envelope.isValidType($0) }) {
+                throw source.error("store", key, "'\(bad)' is not a message type (1-64 bytes of [A-Za-z0-9_:-])")
+            }
+        }
+        let maxAge = try source.string("store", "max_age", default: "90d")
+        guard let maxAgeSeconds = DurationText.seconds(maxAge), maxAgeSeconds >= 60 else {
+            throw source.error("store", "max_age", "must be a duration of at least a minute, like 90d, 12h or 30m")
+        }
+        config.store.maxAgeSeconds = maxAgeSeconds
+        config.store.maxPage = try source.int("store", "max_page", default: config.store.maxPage, range: 1...10_000)
+        config.store.batchSize = try source.int("store", "batch_size", default: config.store.batchSize, range: 1...10_000)
+
         if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
-                                                            "inbox", "limits", "poll", "shutdown"]).first { throw unknown }
+                                                            "inbox", "limits", "poll", "store", "shutdown"]).first { throw unknown }
         return config
     }
 }
@@ -345,6 +374,11 @@ extension BridgeConfiguration {
                   "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)",
                   "max_connections_per_user = \(limits.maxConnectionsPerUser)", "publish_rate = \(limits.publishRate)",
                   "publish_burst = \(limits.publishBurst)", ""]
+        lines += ["[store]", "enabled = \(store.enabled)", "url = \(q(StoreSettings.Backend(url: store.url)?.redacted ?? store.url))",
+                  "queue = \(q(store.queue))",
+                  "patterns = \(list(store.patterns))", "skip_types = \(list(store.skipTypes))",
+                  "uncounted_types = \(list(store.uncountedTypes))", "max_age = \(q(DurationText.text(store.maxAgeSeconds)))",
+                  "max_page = \(store.maxPage)", "batch_size = \(store.batchSize)", ""]
         lines += ["[shutdown]", "grace = \(shutdownGrace)", ""]
         lines += ["[log]", "level = \(q(log.level.rawValue))", "format = \(q(log.json ? "json" : "text"))", ""]
         lines += ["[node]", "id = \(q(nodeID))"]

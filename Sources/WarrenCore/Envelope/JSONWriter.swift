@@ -8,6 +8,9 @@ public struct JSONWriter {
         bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
+    /// Bytes already JSON (an envelope as kept), copied in as they are.
+    public mutating func json(_ encoded: some Sequence<UInt8>) { bytes.append(contentsOf: encoded) }
+
     public mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
         for b in s.utf8 {

@@ -68,6 +68,11 @@ public enum ClientFrame: Sendable, Equatable {
     case pub(PublishRequest)
     case ack(ids: [String])
     case ping
+    /// A page of a route's history (DESIGN §10); `id` is the request's, echoed in the answer.
+    case history(id: String, route: String, before: String?, limit: Int?)
+    case conversations(id: String)
+    /// Moves the read marker on `route` to the envelope `id`.
+    case read(route: String, id: String)
 
     /// Parses one text frame. Errors carry the code and the `ref` of DESIGN §4.
     public static func parse(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> ClientFrame {
@@ -112,6 +117,22 @@ public enum ClientFrame: Sendable, Equatable {
             return .ack(ids: [try requiredID(json, "id")])
         case "ping":
             return .ping
+        case "history":
+            let id = try requiredID(json, "id")
+            guard let route = json["route"]?.stringValue else { throw ProtocolError(.badFrame, "history needs a route", ref: id) }
+            let before = try optionalString(json, "before", ref: id)
+            var limit: Int?
+            if let l = json["limit"], l != .null {
+                guard let n = l.intValue else { throw ProtocolError(.badFrame, "limit must be an integer", ref: id) }
+                limit = Int(clamping: n)
+            }
+            return .history(id: id, route: route, before: before, limit: limit)
+        case "conversations":
+            return .conversations(id: try requiredID(json, "id"))
+        case "read":
+            let id = try requiredID(json, "id")
+            guard let route = json["route"]?.stringValue else { throw ProtocolError(.badFrame, "read needs a route", ref: id) }
+            return .read(route: route, id: id)
         default:
             throw ProtocolError(.badFrame, "unknown op '\(op.prefix(32))'", ref: nil)
         }

@@ -41,3 +41,12 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
 
     public var description: String { "\(code.rawValue): \(message)" }
 }
+
+extension ProtocolError {
+    /// The same error, naming the request it answers.
+    public func answering(_ ref: String) -> ProtocolError {
+        var e = self
+        e.ref = ref
+        return e
+    }
+}

@@ -1,10 +1,12 @@
 import NIOConcurrencyHelpers
 
 /// Runs async jobs one at a time, in submission order.
-final class SerialJobQueue: Sendable {
+public final class SerialJobQueue: Sendable {
+    public init() {}
+
     private let tail = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
-    func run<T: Sendable>(_ job: @escaping @Sendable () async throws -> T) async throws -> T {
+    public func run<T: Sendable>(_ job: @escaping @Sendable () async throws -> T) async throws -> T {
         let (stream, continuation) = AsyncStream<Result<T, Error>>.makeStream()
         tail.withLockedValue { previous in
             let before = previous

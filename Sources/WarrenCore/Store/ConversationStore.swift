@@ -1,0 +1,22 @@
+/// Where conversations are kept (DESIGN §10): the seam between the bridge and its database.
+/// Two backends implement it (SQLite, PostgreSQL, in the `WarrenStore` target); the bridge logic
+/// above it — the writer, the operations and their authorization — knows neither.
+public protocol ConversationStore: Sendable {
+    /// Creates or migrates the schema.
+    func migrate() async throws
+    /// Writes messages in one transaction. A message whose id is already kept adds nothing (a
+    /// redelivery), so writing the same batch twice keeps each message once.
+    func write(_ messages: [StoredMessage]) async throws
+    /// The `limit` newest messages of `route` with an id below `before` (all when nil), oldest first.
+    func history(route: String, before: String?, limit: Int) async throws -> HistoryPage
+    /// The user's conversations, newest activity first (at most `limit`).
+    func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary]
+    /// Moves the user's read marker on `route` to `id` if that is later than where it is;
+    /// returns the marker after the call.
+    func markRead(user: String, route: String, id: String) async throws -> String
+    /// Deletes messages accepted before `cutoff` (Unix ms); returns how many.
+    func prune(before cutoff: Int64) async throws -> Int
+    /// A cheap round trip: throws while the database is unreachable.
+    func ping() async throws
+    func close() async
+}

@@ -1,0 +1,141 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Writes the conversation store from RabbitMQ (DESIGN §10): the durable store queue (`warren.store`),
+/// bound with `store.patterns`, consumed by every node as competing consumers. A message is
+/// acked only after the transaction holding its row has committed; rows are keyed by envelope
+/// id, so a redelivery (a node died between commit and ack) adds nothing. While the database is
+/// unreachable, batches are retried with back-off and the queue holds everything else.
+public final class StoreWriter: AMQPDeliverySink, Sendable {
+    struct Item: Sendable {
+        var message: StoredMessage
+        var tag: DeliveryTag
+        var channel: any BrokerChannel
+    }
+
+    let store: any ConversationStore
+    let settings: StoreSettings
+    let channels: any ChannelSource
+    let exchange: String
+    let metrics: StoreMetrics
+    let bridgeMetrics: WarrenMetrics
+    let logger: Logger
+    let ids = UUIDv7Generator()
+    private let batcher: NIOLockedValueBox<StoreBatcher<Item>>
+    private let consumer = NIOLockedValueBox<(channel: any BrokerChannel, tag: String)?>(nil)
+    private let failures = NIOLockedValueBox(0)
+
+    public init(store: any ConversationStore, settings: StoreSettings, channels: any ChannelSource, exchange: String,
+                metrics: StoreMetrics, bridgeMetrics: WarrenMetrics, logger: Logger) {
+        self.store = store
+        self.settings = settings
+        self.channels = channels
+        self.exchange = exchange
+        self.metrics = metrics
+        self.bridgeMetrics = bridgeMetrics
+        self.logger = logger
+        self.batcher = NIOLockedValueBox(StoreBatcher(maxBatch: settings.batchSize))
+    }
+
+    /// Declares and binds `warren.store` and starts consuming it.
+    public func start() async throws {
+        let admin = try await channels.administration()
+        try await admin.declareDurable(settings.queue, arguments: ["x-queue-type": .string("classic")])
+        for pattern in settings.patterns {
+            try await admin.bind(queue: settings.queue, exchange: exchange, pattern: pattern, recorded: false)
+        }
+        let channel = try await channels.consumption(prefetch: settings.batchSize * 2)
+        let tag = try await channel.startConsumer(queue: settings.queue, sink: self)
+        consumer.withLockedValue { $0 = (channel, tag) }
+    }
+
+    /// Stops consuming; deliveries not yet committed go back to the queue when the channel closes.
+    public func stop() async {
+        guard let (channel, tag) = consumer.withLockedValue({ c in defer { c = nil }; return c }) else { return }
+        try? await channel.cancel(consumerTag: tag)
+    }
+
+    /// Messages waiting in `warren.store` (a passive declare), recorded as the store's lag.
+    @discardableResult
+    public func measureLag() async -> Int? {
+        guard let ok = try? await channels.administration().queueDeclare(
+            settings.queue, durable: true, exclusive: false, autoDelete: false, passive: true, arguments: [:],
+            recordForRecovery: false) else { return nil }
+        metrics.lag(Int(ok.messageCount))
+        return Int(ok.messageCount)
+    }
+
+    // MARK: deliveries (on the broker's event loop)
+
+    public func deliver(_ delivery: AMQPMessage) {
+        guard let channel = consumer.withLockedValue({ $0?.channel }) else { return }
+        guard let message = Self.storedMessage(delivery, settings: settings, ids: ids) else {
+            channel.ack(delivery.deliveryTag, multiple: false)
+            return
+        }
+        if let batch = batcher.withLockedValue({ $0.received(Item(message: message, tag: delivery.deliveryTag, channel: channel)) }) {
+            write(batch)
+        }
+    }
+
+    public func finish(_ error: AMQPError?) {
+        guard let error else { return }
+        logger.error("the store's consumer was ended by the broker", metadata: ["error": "\(error)"])
+        consumer.withLockedValue { $0 = nil }
+    }
+
+    private func write(_ batch: [Item]) {
+        Task {
+            let started = ContinuousClock.now
+            do {
+                try await store.write(batch.map(\.message))
+                let elapsed = ContinuousClock.now - started
+                metrics.batchWritten(count: batch.count, nanoseconds: elapsed.components.seconds * 1_000_000_000
+                                     + elapsed.components.attoseconds / 1_000_000_000)
+                metrics.up(true)
+                failures.withLockedValue { $0 = 0 }
+                // Committed: now RabbitMQ may forget them.
+                for item in batch { item.channel.ack(item.tag, multiple: false) }
+                if let next = batcher.withLockedValue({ $0.written() }) { write(next) }
+            } catch {
+                metrics.writeFailed()
+                metrics.up(false)
+                let attempt = failures.withLockedValue { f -> Int in
+                    f += 1
+                    return f
+                }
+                if attempt == 1 || attempt % 30 == 0 {
+                    logger.error("cannot write to the conversation store; retrying (the queue holds the messages)",
+                                 metadata: ["error": "\(error)", "batch": "\(batch.count)", "attempt": "\(attempt)"])
+                }
+                batcher.withLockedValue { $0.failed(batch) }
+                try? await Task.sleep(for: .milliseconds(min(5_000, 100 << min(attempt, 6))))
+                if let again = batcher.withLockedValue({ $0.retry() }) { write(again) }
+            }
+        }
+    }
+
+    /// What is kept of a delivery, or nil when it is not kept (transient, or a skipped type; the
+    /// queue's bindings already leave out routes outside `store.patterns`).
+    static func storedMessage(_ delivery: AMQPMessage, settings: StoreSettings, ids: UUIDv7Generator) -> StoredMessage? {
+        let properties = delivery.properties
+        if properties.expiration == "0" { return nil }
+        let now = WallClock.milliseconds()
+        switch EnvelopeAMQPMapping.incoming(body: delivery.body, properties: properties, routingKey: delivery.routingKey,
+                                            nowMilliseconds: now, newID: { ids.next(nowMilliseconds: UInt64(now)) }) {
+        case .passthrough(let bytes):
+            // Warren's own publish: the columns ride in the properties; the body is the envelope.
+            guard let id = properties.messageID, let sender = properties.headers?["from"]?.stringValue,
+                  let type = properties.type, settings.keeps(type: type, transient: false) else { return nil }
+            return StoredMessage(id: id, route: delivery.routingKey, sender: sender, type: type,
+                                 ts: EnvelopeAMQPMapping.acceptedAt(properties) ?? now,
+                                 envelope: String(decoding: bytes.readableBytesView, as: UTF8.self))
+        case .translated(let envelope):
+            guard settings.keeps(type: envelope.type, transient: envelope.transient) else { return nil }
+            return StoredMessage(id: envelope.id, route: envelope.route, sender: envelope.from, type: envelope.type, ts: envelope.ts,
+                                 envelope: String(decoding: envelope.encoded(), as: UTF8.self))
+        }
+    }
+}

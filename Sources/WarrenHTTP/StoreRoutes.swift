@@ -1,0 +1,50 @@
+import Hummingbird
+import WarrenCore
+
+/// The conversation store over HTTP (DESIGN §10): `GET /v1/history`, `GET /v1/conversations`,
+/// `POST /v1/read`. The same operations and checks as the WebSocket ops, for poll sessions and
+/// any HTTP client.
+struct StoreRoutes: Sendable {
+    let link: BrokerLink
+    let support: RouteSupport
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("v1/history") { request, _ in
+            await RouteSupport.respond {
+                let (identity, query, _) = try await support.authenticate(request)
+                guard let route = query.items["route"] else { throw ProtocolError(.badFrame, "route is required", ref: nil) }
+                var limit: Int?
+                if let raw = query.items["limit"] {
+                    guard let n = Int(raw) else { throw ProtocolError(.badFrame, "limit must be an integer", ref: nil) }
+                    limit = n
+                }
+                let page = try await runtime().store().history(route: route, before: query.items["before"], limit: limit,
+                                                               rules: identity.rules)
+                return RouteSupport.jsonResponse(200, StoreAnswer.historyBody(route: route, page: page))
+            }
+        }
+        router.get("v1/conversations") { request, _ in
+            await RouteSupport.respond {
+                let (identity, _, _) = try await support.authenticate(request)
+                let list = try await runtime().store().list(user: identity.user, rules: identity.rules)
+                return RouteSupport.jsonResponse(200, StoreAnswer.conversationsBody(list))
+            }
+        }
+        router.post("v1/read") { request, _ in
+            await RouteSupport.respond {
+                let (identity, _, _) = try await support.authenticate(request)
+                let json = try await support.jsonBody(request)
+                guard let route = json["route"]?.stringValue, let id = json["id"]?.stringValue else {
+                    throw ProtocolError(.badFrame, "the body needs route and id strings", ref: nil)
+                }
+                _ = try await runtime().markRead(user: identity.user, rules: identity.rules, route: route, id: id, via: .poll)
+                return Response(status: .noContent)
+            }
+        }
+    }
+
+    private func runtime() throws(ProtocolError) -> BridgeRuntime {
+        guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
+        return runtime
+    }
+}

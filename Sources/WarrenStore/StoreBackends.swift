@@ -1,0 +1,25 @@
+import Logging
+import WarrenCore
+
+/// Opens the backend `store.url` names and creates or migrates its schema.
+public enum StoreBackends {
+    public static func open(_ settings: StoreSettings, logger: Logger) async throws -> any ConversationStore {
+        guard let backend = StoreSettings.Backend(url: settings.url) else {
+            throw StoreDataError(description: "store.url must be sqlite://<path> or postgres://…")
+        }
+        let store: any ConversationStore
+        switch backend {
+        case .sqlite(let path):
+            store = try await SQLiteConversationStore.open(path: path, logger: logger)
+        case .postgres:
+            throw StoreDataError(description: "the PostgreSQL backend is not in this build yet; use sqlite://")
+        }
+        do {
+            try await store.migrate()
+        } catch {
+            await store.close()
+            throw error
+        }
+        return store
+    }
+}

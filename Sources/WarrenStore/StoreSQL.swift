@@ -1,0 +1,97 @@
+import WarrenCore
+
+/// The store's statements, written once for both dialects.
+enum StoreSQL {
+    /// Messages per multi-row insert (6 binds each: well under either database's bind limit).
+    static let chunkSize = 200
+
+    static func chunks(_ messages: [StoredMessage]) -> [ArraySlice<StoredMessage>] {
+        stride(from: 0, to: messages.count, by: chunkSize).map { messages[$0..<min($0 + chunkSize, messages.count)] }
+    }
+
+    /// `(?1,?2,…),(…)` for `rows` rows of `columns` binds.
+    static func values(rows: Int, columns: Int, dialect: SQLDialect) -> String {
+        (0..<rows).map { r in "(" + (1...columns).map { dialect.p(r * columns + $0) }.joined(separator: ",") + ")" }
+            .joined(separator: ",")
+    }
+
+    static func insertMessages(count: Int, dialect: SQLDialect) -> String {
+        "INSERT INTO warren_messages (id, route, sender, type, ts, envelope) VALUES "
+            + values(rows: count, columns: 6, dialect: dialect) + " ON CONFLICT (id) DO NOTHING"
+    }
+
+    /// `(user, route)` pairs the messages make conversations of, each once.
+    static func participantRows(_ messages: ArraySlice<StoredMessage>) -> [(user: String, route: String)] {
+        var seen = Set<[String]>()
+        var rows: [(user: String, route: String)] = []
+        for m in messages {
+            for user in m.participants where seen.insert([user, m.route]).inserted { rows.append((user, m.route)) }
+        }
+        return rows
+    }
+
+    static func insertParticipants(count: Int, dialect: SQLDialect) -> String {
+        "INSERT INTO warren_participants (username, route) VALUES " + values(rows: count, columns: 2, dialect: dialect)
+            + " ON CONFLICT (username, route) DO NOTHING"
+    }
+
+    /// Each route's newest id among the messages.
+    static func latestPerRoute(_ messages: ArraySlice<StoredMessage>) -> [(route: String, id: String)] {
+        var latest: [String: String] = [:]
+        for m in messages where latest[m.route].map({ m.id > $0 }) ?? true { latest[m.route] = m.id }
+        return latest.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    static func upsertRoutes(count: Int, dialect: SQLDialect) -> String {
+        "INSERT INTO warren_routes (route, last_id) VALUES " + values(rows: count, columns: 2, dialect: dialect)
+            + " ON CONFLICT (route) DO UPDATE SET last_id = \(dialect.greatest)(warren_routes.last_id, excluded.last_id)"
+    }
+
+    /// Binds: route, [before], limit + 1.
+    static func history(before: Bool, dialect: SQLDialect) -> String {
+        "SELECT id, route, sender, type, ts, envelope FROM warren_messages WHERE route = \(dialect.p(1))"
+            + (before ? " AND id < \(dialect.p(2))" : "") + " ORDER BY id DESC LIMIT \(dialect.p(before ? 3 : 2))"
+    }
+
+    /// Rows fetched newest first, one more than the page: the page oldest first, and whether there is more.
+    static func page(_ newestFirst: [StoredMessage], limit: Int) -> HistoryPage {
+        HistoryPage(messages: Array(newestFirst.prefix(limit).reversed()), more: newestFirst.count > limit)
+    }
+
+    /// Binds: user, limit. Each conversation with its newest message and the user's marker.
+    static func conversations(dialect: SQLDialect) -> String {
+        """
+        SELECT m.id, m.route, m.sender, m.type, m.ts, m.envelope, rd.id AS read_id
+        FROM warren_participants p
+        JOIN warren_routes r ON r.route = p.route
+        JOIN warren_messages m ON m.id = r.last_id
+        LEFT JOIN warren_reads rd ON rd.username = p.username AND rd.route = p.route
+        WHERE p.username = \(dialect.p(1))
+        ORDER BY r.last_id DESC LIMIT \(dialect.p(2))
+        """
+    }
+
+    /// Binds: user, user, then the uncounted types. Unread messages per route of the user.
+    static func unreadCounts(uncounted: Int, dialect: SQLDialect) -> String {
+        let skip = uncounted == 0 ? "" : " AND m.type NOT IN (" + (0..<uncounted).map { dialect.p(3 + $0) }.joined(separator: ",") + ")"
+        return """
+        SELECT m.route AS route, COUNT(*) AS n
+        FROM warren_participants p
+        JOIN warren_messages m ON m.route = p.route
+        LEFT JOIN warren_reads rd ON rd.username = p.username AND rd.route = p.route
+        WHERE p.username = \(dialect.p(1)) AND m.sender <> \(dialect.p(2)) AND m.id > COALESCE(rd.id, '')\(skip)
+        GROUP BY m.route
+        """
+    }
+
+    /// Binds: user, route, id. Moves the marker forward only.
+    static func upsertRead(dialect: SQLDialect) -> String {
+        "INSERT INTO warren_reads (username, route, id) VALUES (\(dialect.p(1)), \(dialect.p(2)), \(dialect.p(3))) "
+            + "ON CONFLICT (username, route) DO UPDATE SET id = excluded.id WHERE excluded.id > warren_reads.id"
+    }
+
+    /// Binds: user, route.
+    static func readMarker(dialect: SQLDialect) -> String {
+        "SELECT id FROM warren_reads WHERE username = \(dialect.p(1)) AND route = \(dialect.p(2))"
+    }
+}

@@ -1,0 +1,219 @@
+import AMQPClient
+import Foundation
+import NIOCore
+import Testing
+import WarrenCore
+
+/// The conversation store end to end (DESIGN §10): a Warren process with its own SQLite file and
+/// store queue, real clients through every door.
+@Suite("Conversation store", .serialized)
+struct StoreTests {
+    /// A node with the store on: its own database file and queue (deleted afterwards).
+    static func withStoreNode(_ body: (WarrenInstance) async throws -> Void) async throws {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-\(suffix).sqlite").path
+        let queue = "test.store.\(suffix)"
+        let node = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": "sqlite://\(path)",
+                                                   "WARREN_STORE_QUEUE": queue])
+        do { try await body(node) } catch {
+            await node.stop()
+            throw error
+        }
+        await node.stop()
+        let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+        let channel = try await connection.openChannel()
+        _ = try? await channel.queueDelete(queue)
+        await connection.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    static func history(_ node: WarrenInstance, user: String, _ query: String) async throws -> HTTPTestClient.Response {
+        try await HTTPTestClient.request(.GET, port: node.port, "/v1/history?user=\(user)&\(query)")
+    }
+
+    /// Waits until every id is in the route's history.
+    static func awaitStored(_ node: WarrenInstance, user: String, route: String, ids: [String]) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let r = try await history(node, user: user, "route=\(route)&limit=200")
+            let kept = Set(r.json?["messages"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])
+            if ids.allSatisfy(kept.contains) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw SocketError(description: "\(ids) never all reached the store")
+    }
+
+    static func awaitStored(_ node: WarrenInstance, user: String, route: String, id: String) async throws {
+        try await awaitStored(node, user: user, route: route, ids: [id])
+    }
+
+    /// The millisecond a UUIDv7 was made in.
+    static func milliseconds(of id: String) -> UInt64 {
+        UInt64(id.replacingOccurrences(of: "-", with: "").prefix(12), radix: 16) ?? 0
+    }
+
+    /// Returns once the wall clock is past the millisecond `id` was made in, so an id made from
+    /// now on sorts after it whichever process makes it (ids order by their millisecond first).
+    static func clockPast(_ id: String) async throws -> UInt64 {
+        while true {
+            let now = UInt64(Date().timeIntervalSince1970 * 1000)
+            if now > milliseconds(of: id) { return now }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    @Test func everyDoorIsKeptOnceInOrderWithPagingAndNothingTransient() async throws {
+        try await Self.withStoreNode { node in
+            let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+            let route = [alice, bob].sorted().joined(separator: ".")
+            let ws = try await node.socket(alice)
+            var expected: [String] = []
+            let first = try await ws.request(#"{"op":"pub","route":"\#(route)","body":"one","cid":"c1"}"#, expect: "puback")
+            expected.append(try #require(first["id"]?.stringValue))
+            // Neither kept: a transient envelope and a skipped type.
+            _ = try await ws.request(#"{"op":"pub","route":"\#(route)","type":"text","transient":true,"body":"..."}"#, expect: "puback")
+            _ = try await ws.request(#"{"op":"pub","route":"\#(route)","type":"typing","body":"..."}"#, expect: "puback")
+            let viaHTTP = try await HTTPTestClient.request(.POST, port: node.port, "/v1/messages?user=\(bob)",
+                                                           body: #"{"route":"\#(route)","body":"two"}"#)
+            expected.append(try #require(viaHTTP.json?["id"]?.stringValue))
+            // A plain AMQP publisher (a back end), with its own message id, made after bob's (ids order history).
+            let amqpID = UUIDv7Generator().next(nowMilliseconds: try await Self.clockPast(expected[1]))
+            let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+            let channel = try await connection.openChannel()
+            try await channel.publish(#"{"note":"three"}"#, exchange: node.exchange, routingKey: route,
+                                      properties: BasicProperties(contentType: "application/json", messageID: amqpID, appID: "billing"))
+            expected.append(amqpID)
+            _ = try await Self.clockPast(amqpID)
+            for n in 4...6 {
+                let p = try await ws.request(#"{"op":"pub","route":"\#(route)","body":"\#(n)"}"#, expect: "puback")
+                expected.append(try #require(p["id"]?.stringValue))
+            }
+            // The same cid again is acknowledged with the first id, not kept twice.
+            let again = try await ws.request(#"{"op":"pub","route":"\#(route)","body":"one","cid":"c1"}"#, expect: "puback")
+            #expect(again["id"]?.stringValue == expected[0])
+            try await Self.awaitStored(node, user: alice, route: route, ids: expected)
+
+            let all = try await Self.history(node, user: bob, "route=\(route)")
+            #expect(all.status == 200)
+            let messages = all.json?["messages"]?.arrayValue ?? []
+            #expect(messages.compactMap { $0["id"]?.stringValue } == expected, "every door, in order, once, nothing transient")
+            #expect(messages[2]["from"]?.stringValue == "billing" && messages[2]["via"]?.stringValue == "amqp")
+            #expect(messages[2]["body"]?["note"]?.stringValue == "three")
+            #expect(messages[1]["from"]?.stringValue == bob && messages[1]["via"]?.stringValue == "poll")
+            #expect(all.json?["more"]?.boolValue == false)
+
+            let newest = try await Self.history(node, user: alice, "route=\(route)&limit=4")
+            #expect(newest.json?["messages"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(expected[2...]))
+            #expect(newest.json?["more"]?.boolValue == true)
+            let older = try await Self.history(node, user: alice, "route=\(route)&limit=4&before=\(expected[2])")
+            #expect(older.json?["messages"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(expected[..<2]))
+            #expect(older.json?["more"]?.boolValue == false)
+
+            // The same page over the WebSocket.
+            let page = try await ws.request(#"{"op":"history","id":"h1","route":"\#(route)","limit":2}"#, expect: "history")
+            #expect(page["id"]?.stringValue == "h1")
+            #expect(page["messages"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(expected[4...]))
+            #expect(page["more"]?.boolValue == true)
+            await connection.close()
+            _ = await ws.close()
+        }
+    }
+
+    @Test func historyIsReadOnlyWithinSubscribeRights() async throws {
+        try await Self.withStoreNode { node in
+            let alice = uniqueUser("alice"), bob = uniqueUser("bob"), mallory = uniqueUser("mallory")
+            let route = [alice, bob].sorted().joined(separator: ".")
+            let ws = try await node.socket(alice)
+            let p = try await ws.request(#"{"op":"pub","route":"\#(route)","body":"secret"}"#, expect: "puback")
+            try await Self.awaitStored(node, user: alice, route: route, id: try #require(p["id"]?.stringValue))
+
+            let forbidden = try await Self.history(node, user: mallory, "route=\(route)")
+            #expect(forbidden.status == 403)
+            #expect(forbidden.json?["error"]?["code"]?.stringValue == "forbidden")
+            // Wildcard-looking input is not a route: refused, never read.
+            for attempt in ["%23", "*.\(bob)", "\(alice).%23", "%23.\(mallory).%23"] {
+                let r = try await Self.history(node, user: mallory, "route=\(attempt)")
+                #expect(r.status == 400, "\(attempt): \(r.body)")
+                #expect(r.json?["error"]?["code"]?.stringValue == "bad_route")
+                #expect(r.json?["messages"] == nil)
+            }
+            let sneaky = try await node.socket(mallory)
+            let refused = try await sneaky.request(#"{"op":"history","id":"h9","route":"\#(route)"}"#, expect: "error")
+            #expect(refused["code"]?.stringValue == "forbidden")
+            #expect(refused["ref"]?.stringValue == "h9")
+            let list = try await sneaky.request(#"{"op":"conversations","id":"c9"}"#, expect: "conversations")
+            #expect(list["conversations"]?.arrayValue?.isEmpty == true)
+            _ = await sneaky.close()
+            _ = await ws.close()
+        }
+    }
+
+    @Test func conversationsUnreadCountsAndReadMarkersReachTheOtherSocket() async throws {
+        try await Self.withStoreNode { node in
+            let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
+            let pair = [alice, bob].sorted().joined(separator: ".")
+            let group = "room.g\(UUID().uuidString.prefix(6).lowercased())"
+            let bobSocket = try await node.socket(bob)
+            var ids: [String] = []
+            for n in 1...3 {
+                let p = try await bobSocket.request(#"{"op":"pub","route":"\#(pair)","body":"\#(n)"}"#, expect: "puback")
+                ids.append(try #require(p["id"]?.stringValue))
+            }
+            let notice = try await bobSocket.request(#"{"op":"pub","route":"\#(pair)","type":"notice","body":"n"}"#, expect: "puback")
+            let aliceSocket = try await node.socket(alice, device: "phone")
+            let own = try await aliceSocket.request(#"{"op":"pub","route":"\#(pair)","body":"mine"}"#, expect: "puback")
+            // A room alice posts in (its words do not name her), and one she never posted in.
+            _ = try await HTTPTestClient.request(.POST, port: node.port, "/v1/messages?user=\(carol)", body: #"{"route":"room.x\#(carol)","body":"r"}"#)
+            let posted = try await aliceSocket.request(#"{"op":"pub","route":"\#(group)","body":"g"}"#, expect: "puback")
+            _ = own
+            _ = notice
+            try await Self.awaitStored(node, user: alice, route: group, id: try #require(posted["id"]?.stringValue))
+
+            var list = try await aliceSocket.request(#"{"op":"conversations","id":"c1"}"#, expect: "conversations")
+            var entries = list["conversations"]?.arrayValue ?? []
+            #expect(entries.compactMap { $0["route"]?.stringValue } == [group, pair], "newest activity first")
+            let pairEntry = entries.first { $0["route"]?.stringValue == pair }
+            #expect(pairEntry?["unread"]?.intValue == 3, "bob's three texts: not the notice, not alice's own")
+            #expect(pairEntry?["read"] == .null)
+            #expect(pairEntry?["last"]?["body"]?.stringValue == "mine")
+
+            // Alice's laptop listens on the conversation; her phone reads up to the second message.
+            let laptop = try await node.socket(alice, device: "laptop")
+            try await laptop.subscribe("s1", pair)
+            let marker = try await aliceSocket.request(#"{"op":"read","route":"\#(pair)","id":"\#(ids[1])"}"#, expect: "read")
+            #expect(marker["id"]?.stringValue == ids[1])
+            let receipt = try await laptop.next(op: "msg")
+            #expect(receipt["env"]?["type"]?.stringValue == "read")
+            #expect(receipt["env"]?["from"]?.stringValue == alice)
+            #expect(receipt["env"]?["body"]?["id"]?.stringValue == ids[1])
+            #expect(receipt["env"]?["transient"]?.boolValue == true)
+
+            // Never back: an older id leaves the marker where it is (answered with it), over HTTP too.
+            let back = try await aliceSocket.request(#"{"op":"read","route":"\#(pair)","id":"\#(ids[0])"}"#, expect: "read")
+            #expect(back["id"]?.stringValue == ids[1])
+            let httpBack = try await HTTPTestClient.request(.POST, port: node.port, "/v1/read?user=\(alice)",
+                                                            body: #"{"route":"\#(pair)","id":"\#(ids[0])"}"#)
+            #expect(httpBack.status == 204)
+            let viaHTTP = try await HTTPTestClient.request(.GET, port: node.port, "/v1/conversations?user=\(alice)")
+            entries = viaHTTP.json?["conversations"]?.arrayValue ?? []
+            #expect(entries.first { $0["route"]?.stringValue == pair }?["read"]?.stringValue == ids[1])
+            #expect(entries.first { $0["route"]?.stringValue == pair }?["unread"]?.intValue == 1)
+
+            let forward = try await HTTPTestClient.request(.POST, port: node.port, "/v1/read?user=\(alice)",
+                                                           body: #"{"route":"\#(pair)","id":"\#(ids[2])"}"#)
+            #expect(forward.status == 204)
+            let second = try await laptop.next(op: "msg")
+            #expect(second["env"]?["body"]?["id"]?.stringValue == ids[2], "the HTTP read reaches the socket too")
+            list = try await aliceSocket.request(#"{"op":"conversations","id":"c2"}"#, expect: "conversations")
+            entries = list["conversations"]?.arrayValue ?? []
+            #expect(entries.first { $0["route"]?.stringValue == pair }?["unread"]?.intValue == 0)
+            // Bob's view of the same conversation counts alice's message only.
+            let bobList = try await bobSocket.request(#"{"op":"conversations","id":"c3"}"#, expect: "conversations")
+            #expect(bobList["conversations"]?.arrayValue?.first { $0["route"]?.stringValue == pair }?["unread"]?.intValue == 1)
+            // The read envelopes themselves are not kept.
+            let kept = try await Self.history(node, user: alice, "route=\(pair)")
+            #expect(kept.json?["messages"]?.arrayValue?.contains { $0["type"]?.stringValue == "read" } == false)
+            for s in [bobSocket, aliceSocket, laptop] { _ = await s.close() }
+        }
+    }
+}
