@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // The AMQP 0-9-1 client: knows nothing of chat.
@@ -59,6 +60,8 @@ let package = Package(
             dependencies: [
                 "WarrenCore",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -144,10 +147,10 @@ let package = Package(
             name: "WarrenCoreTests",
             dependencies: ["WarrenCore"]
         ),
-        // The store's backends against real databases (SQLite in a temporary file).
+        // The store's backends against real databases (SQLite in a temporary file, PostgreSQL from scripts/postgres.sh).
         .testTarget(
             name: "WarrenStoreTests",
-            dependencies: ["WarrenStore", "WarrenCore"]
+            dependencies: ["WarrenStore", "WarrenCore", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
             name: "WarrenBenchKitTests",

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs Warren's whole test suite: unit tests and broker-backed tests against a
-# local RabbitMQ, which this script installs and starts first when none answers.
+# Runs Warren's whole test suite: unit tests, and broker- and database-backed tests against a
+# local RabbitMQ and PostgreSQL, which this script installs and starts first when none answers.
 # Extra arguments go to `swift test` (e.g. --filter AMQPClientTests); without any, the
 # libFuzzer targets also run for a bounded time at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/rabbitmq.sh start
+# The conversation store's PostgreSQL backend is tested against a private cluster.
+scripts/postgres.sh start
 # The metrics test checks /metrics with a real Prometheus parser.
 python3 -c "import prometheus_client" 2>/dev/null || pip install -q prometheus-client
 log=$(mktemp)

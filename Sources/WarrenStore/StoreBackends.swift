@@ -7,12 +7,12 @@ public enum StoreBackends {
         guard let backend = StoreSettings.Backend(url: settings.url) else {
             throw StoreDataError(description: "store.url must be sqlite://<path> or postgres://…")
         }
-        let store: any ConversationStore
+        let store: SQLConversationStore
         switch backend {
         case .sqlite(let path):
-            store = try await SQLiteConversationStore.open(path: path, logger: logger)
-        case .postgres:
-            throw StoreDataError(description: "the PostgreSQL backend is not in this build yet; use sqlite://")
+            store = SQLConversationStore(database: try await SQLiteDatabase.open(path: path, logger: logger))
+        case .postgres(let url):
+            store = SQLConversationStore(database: try PostgresDatabase.open(url: url, logger: logger))
         }
         do {
             try await store.migrate()

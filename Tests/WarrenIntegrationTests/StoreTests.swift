@@ -2,29 +2,69 @@ import AMQPClient
 import Foundation
 import NIOCore
 import Testing
+import Logging
 import WarrenCore
+@testable import WarrenStore
+
+enum StoreBackend: String, CaseIterable, Sendable {
+    case sqlite, postgres
+}
 
 /// The conversation store end to end (DESIGN §10): a Warren process with its own SQLite file and
 /// store queue, real clients through every door.
 @Suite("Conversation store", .serialized)
 struct StoreTests {
-    /// A node with the store on: its own database file and queue (deleted afterwards).
-    static func withStoreNode(_ body: (WarrenInstance) async throws -> Void) async throws {
+    static let postgresURL = ProcessInfo.processInfo.environment["WARREN_TEST_POSTGRES_URL"]
+        ?? "postgres://warren@127.0.0.1:55432/warren?sslmode=disable"
+
+    /// A database of its own for one test: a new SQLite file, or a new PostgreSQL database on the
+    /// private cluster (`scripts/postgres.sh`); its `store.url`, and how to remove it.
+    static func makeDatabase(_ backend: StoreBackend) async throws -> (url: String, remove: @Sendable () async -> Void) {
         let suffix = UUID().uuidString.prefix(8).lowercased()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-\(suffix).sqlite").path
-        let queue = "test.store.\(suffix)"
-        let node = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": "sqlite://\(path)",
-                                                   "WARREN_STORE_QUEUE": queue])
-        do { try await body(node) } catch {
-            await node.stop()
-            throw error
+        switch backend {
+        case .sqlite:
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-\(suffix).sqlite").path
+            return ("sqlite://\(path)", { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } })
+        case .postgres:
+            let name = "warren_e2e_\(suffix)"
+            let admin = try PostgresDatabase.open(url: postgresURL, logger: Logger(label: "test"))
+            _ = try await admin.read { session in try await session.query("CREATE DATABASE \(name)") }
+            var parts = URLComponents(string: postgresURL)!
+            parts.path = "/\(name)"
+            return (parts.string!, {
+                _ = try? await admin.read { session in try await session.query("DROP DATABASE \(name) WITH (FORCE)") }
+                await admin.close()
+            })
         }
-        await node.stop()
+    }
+
+    static func deleteQueue(_ queue: String) async throws {
         let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
         let channel = try await connection.openChannel()
         _ = try? await channel.queueDelete(queue)
         await connection.close()
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    /// A node with the store on: its own database and queue (deleted afterwards).
+    static func withStoreNode(_ backend: StoreBackend, _ body: (WarrenInstance) async throws -> Void) async throws {
+        let (url, remove) = try await makeDatabase(backend)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let node: WarrenInstance
+        do {
+            node = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": url, "WARREN_STORE_QUEUE": queue])
+        } catch {
+            await remove()
+            throw error
+        }
+        do { try await body(node) } catch {
+            await node.stop()
+            await remove()
+            try await deleteQueue(queue)
+            throw error
+        }
+        await node.stop()
+        await remove()
+        try await deleteQueue(queue)
     }
 
     static func history(_ node: WarrenInstance, user: String, _ query: String) async throws -> HTTPTestClient.Response {
@@ -62,8 +102,8 @@ struct StoreTests {
         }
     }
 
-    @Test func everyDoorIsKeptOnceInOrderWithPagingAndNothingTransient() async throws {
-        try await Self.withStoreNode { node in
+    @Test(arguments: StoreBackend.allCases) func everyDoorIsKeptOnceInOrderWithPagingAndNothingTransient(_ backend: StoreBackend) async throws {
+        try await Self.withStoreNode(backend) { node in
             let alice = uniqueUser("alice"), bob = uniqueUser("bob")
             let route = [alice, bob].sorted().joined(separator: ".")
             let ws = try await node.socket(alice)
@@ -119,8 +159,8 @@ struct StoreTests {
         }
     }
 
-    @Test func historyIsReadOnlyWithinSubscribeRights() async throws {
-        try await Self.withStoreNode { node in
+    @Test(arguments: StoreBackend.allCases) func historyIsReadOnlyWithinSubscribeRights(_ backend: StoreBackend) async throws {
+        try await Self.withStoreNode(backend) { node in
             let alice = uniqueUser("alice"), bob = uniqueUser("bob"), mallory = uniqueUser("mallory")
             let route = [alice, bob].sorted().joined(separator: ".")
             let ws = try await node.socket(alice)
@@ -148,8 +188,8 @@ struct StoreTests {
         }
     }
 
-    @Test func conversationsUnreadCountsAndReadMarkersReachTheOtherSocket() async throws {
-        try await Self.withStoreNode { node in
+    @Test(arguments: StoreBackend.allCases) func conversationsUnreadCountsAndReadMarkersReachTheOtherSocket(_ backend: StoreBackend) async throws {
+        try await Self.withStoreNode(backend) { node in
             let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
             let pair = [alice, bob].sorted().joined(separator: ".")
             let group = "room.g\(UUID().uuidString.prefix(6).lowercased())"

@@ -1,23 +1,54 @@
 import Foundation
 import Logging
+import PostgresNIO
 import Testing
 import WarrenCore
 @testable import WarrenStore
 
-/// The SQLite backend against a real database file (a new one per test).
-@Suite("SQLite conversation store")
-struct SQLiteStoreTests {
-    static func withStore(_ body: (SQLiteConversationStore) async throws -> Void) async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-store-\(UUID().uuidString).sqlite").path
-        let store = try await SQLiteConversationStore.open(path: path, logger: Logger(label: "test"))
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+}
+
+/// The store against both real databases: SQLite in a new temporary file, PostgreSQL (the
+/// private cluster of `scripts/postgres.sh`, or `WARREN_TEST_POSTGRES_URL`) in a new database,
+/// for each test.
+@Suite("Conversation store backends", .serialized)
+struct StoreBackendTests {
+    static let postgresURL = ProcessInfo.processInfo.environment["WARREN_TEST_POSTGRES_URL"]
+        ?? "postgres://warren@127.0.0.1:55432/warren?sslmode=disable"
+
+    static func withStore(_ backend: Backend, _ body: (SQLConversationStore) async throws -> Void) async throws {
+        let logger = Logger(label: "test")
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let store: SQLConversationStore
+        var cleanup: @Sendable () async throws -> Void
+        switch backend {
+        case .sqlite:
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-store-\(suffix).sqlite").path
+            store = SQLConversationStore(database: try await SQLiteDatabase.open(path: path, logger: logger))
+            cleanup = { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        case .postgres:
+            let name = "warren_test_\(suffix)"
+            let admin = try PostgresDatabase.open(url: postgresURL, logger: logger)
+            _ = try await admin.read { session in try await session.query("CREATE DATABASE \(name)") }
+            var parts = URLComponents(string: postgresURL)!
+            parts.path = "/\(name)"
+            store = SQLConversationStore(database: try PostgresDatabase.open(url: parts.string!, logger: logger))
+            cleanup = {
+                _ = try await admin.read { session in try await session.query("DROP DATABASE \(name) WITH (FORCE)") }
+                await admin.close()
+            }
+        }
         try await store.migrate()
         try await store.migrate() // idempotent: a restart migrates again
         do { try await body(store) } catch {
             await store.close()
+            try await cleanup()
             throw error
         }
         await store.close()
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try await cleanup()
     }
 
     static let ids = UUIDv7Generator()
@@ -28,8 +59,8 @@ struct SQLiteStoreTests {
                              envelope: #"{"v":1,"id":"\#(id)","route":"\#(route)","type":"\#(type)","from":"\#(from)","body":"x"}"#)
     }
 
-    @Test func historyPagesOldestFirstAndAWriteTwiceKeepsOnce() async throws {
-        try await Self.withStore { store in
+    @Test(arguments: Backend.allCases) func historyPagesOldestFirstAndAWriteTwiceKeepsOnce(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
             let messages = (0..<7).map { Self.message("alice.bob", from: $0 % 2 == 0 ? "alice" : "bob", at: 1_700_000_000_000 + Int64($0)) }
             try await store.write(Array(messages[0..<4]))
             try await store.write(Array(messages[2..<7])) // a redelivered overlap
@@ -45,8 +76,8 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test func conversationsCountUnreadAfterTheMarkerAndMarkersNeverMoveBack() async throws {
-        try await Self.withStore { store in
+    @Test(arguments: Backend.allCases) func conversationsCountUnreadAfterTheMarkerAndMarkersNeverMoveBack(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
             let a1 = Self.message("alice.bob", from: "bob", at: 1_700_000_000_001)
             let a2 = Self.message("alice.bob", from: "alice", at: 1_700_000_000_002)
             let a3 = Self.message("alice.bob", from: "bob", at: 1_700_000_000_003)
@@ -73,8 +104,8 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test func pruneDeletesOnlyOldMessages() async throws {
-        try await Self.withStore { store in
+    @Test(arguments: Backend.allCases) func pruneDeletesOnlyOldMessages(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
             let old = Self.message("alice.bob", from: "bob", at: 1_000)
             let recent = Self.message("alice.bob", from: "bob", at: 1_700_000_000_000)
             try await store.write([old, recent])
@@ -83,8 +114,8 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test func aLargeBatchIsOneWriteInChunks() async throws {
-        try await Self.withStore { store in
+    @Test(arguments: Backend.allCases) func aLargeBatchIsOneWriteInChunks(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
             let messages = (0..<1_000).map { Self.message("room.big", from: "u\($0 % 7)", at: 1_700_000_000_000 + Int64($0)) }
             try await store.write(messages)
             let page = try await store.history(route: "room.big", before: nil, limit: 200)
