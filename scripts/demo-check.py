@@ -4,7 +4,9 @@
 Usage: scripts/demo-check.py [WARREN_URL] [SCREENSHOT_DIR]
 Needs a running Warren (auth mode none, demo on) and Chromium started with
 --remote-debugging-port=9222. scripts/demo-check.sh does all of that.
-Exits 0 when bob's tab shows alice's message and alice's tab shows bob's reply.
+Exits 0 when bob's tab shows alice's message and alice's tab shows bob's reply, carol's poller
+talks with alice's socket, an unread badge clears into a read receipt, and a second device of
+alice's shows the conversation's history from the store.
 """
 import asyncio, base64, json, sys, time, urllib.request, uuid
 
@@ -99,6 +101,24 @@ async def main():
     await a.wait_for("document.getElementById('messages').textContent.includes('carol here, over long-polling')")
     await open_and_send(a, carol, "alice's socket answers the poller")
     await c.wait_for("document.getElementById('messages').textContent.includes(\"alice's socket answers the poller\")")
+    # The conversation store: bob writes while alice looks at carol's conversation, so alice's
+    # sidebar shows an unread badge on bob's; opening it marks it read, and bob's tab shows "read".
+    await b.js("document.getElementById('text').value = 'are you there?'; document.getElementById('compose').requestSubmit()")
+    bob_item = "[...document.querySelectorAll('#conversations li')].find(li => li.textContent.includes('%s'))" % bob
+    await a.wait_for(f"!!({bob_item}) && !!({bob_item}).querySelector('.badge')")
+    await a.js(f"({bob_item}).click()")
+    await b.wait_for("document.querySelectorAll('.msg.mine .seen').length > 0")
+    # A second device of alice's opens the page: her conversations come from the store, newest
+    # first, and opening one shows what was said before it connected.
+    a2 = await Tab.open(WARREN + "/")
+    await a2.wait_for("document.readyState === 'complete' && !!document.getElementById('device')")
+    await a2.js("document.getElementById('device').value = 'tablet'")
+    await login(a2, alice)
+    await a2.wait_for(f"!!({bob_item}) && document.getElementById('conversations').textContent.includes('{carol}')")
+    await a2.js(f"({bob_item}).click()")
+    await a2.wait_for("document.getElementById('messages').textContent.includes(\"hello from alice's browser\") && "
+                      "document.getElementById('messages').textContent.includes('are you there?')")
+    await a2.screenshot(f"{SHOTS}/demo-alice-history.png")
     await a.screenshot(f"{SHOTS}/demo-alice.png")
     await b.screenshot(f"{SHOTS}/demo-bob.png")
     await c.screenshot(f"{SHOTS}/demo-carol-poll.png")
@@ -109,7 +129,8 @@ async def main():
     await d.wait_for("document.getElementById('route-other').querySelector('table').textContent.includes('delivery latency')")
     await asyncio.sleep(2.5)   # let the charts collect a few seconds of history for the screenshot
     await d.screenshot(f"{SHOTS}/dashboard.png")
-    print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; "
+    print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; an unread badge, "
+          f"a read receipt and a second device's history from the store; "
           f"the dashboard rendered; screenshots in {SHOTS}/demo-*.png and {SHOTS}/dashboard.png")
 
 

@@ -62,7 +62,7 @@ start() {
     fi
     log "starting PostgreSQL on 127.0.0.1:$PORT"
     as_owner "$bin/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c max_connections=200 -c fsync=on" start >/dev/null \
+        -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c max_connections=200" start </dev/null >/dev/null 2>&1 \
         || { tail -20 "$DIR/server.log" >&2; exit 1; }
     if ! psql_ -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1; then
         psql_ -d postgres -qc "CREATE DATABASE $DB" >/dev/null

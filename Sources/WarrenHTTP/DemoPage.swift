@@ -5,6 +5,12 @@
 /// private conversations arrive through your inbox (`#.<you>.#`, acknowledged on
 /// display), rooms through live subscriptions. The transport switch chooses a
 /// WebSocket or HTTP long-polling (`/v1/poll`), so a poller and a socket can talk.
+///
+/// With the conversation store on (DESIGN §10), connecting lists the user's conversations,
+/// newest first, with unread badges (`GET /v1/conversations`); opening one shows its newest
+/// history and scrolling up fetches older pages (`GET /v1/history`); what is shown is marked
+/// read (`POST /v1/read`), which clears the badge on the user's other tabs, and the other
+/// participants' read markers show as "read" under one's own messages.
 enum DemoPage {
     static let html = #"""
     <!doctype html>
@@ -37,6 +43,8 @@ enum DemoPage {
       .msg { max-width:70%; background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:.4rem .7rem; }
       .msg.mine { align-self:flex-end; background:#e8effc; }
       .msg .meta { color:var(--muted); font-size:.78rem; }
+      .msg .seen { color:var(--accent); font-size:.75rem; text-align:right; }
+      #more { align-self:center; color:var(--muted); font-size:.8rem; }
       #compose { display:flex; gap:.5rem; padding:.6rem 1rem; border-top:1px solid var(--line); background:var(--panel); }
       #compose input { flex:1; }
       .error { color:#b42318; }
@@ -68,13 +76,16 @@ enum DemoPage {
     const $ = (id) => document.getElementById(id);
     const WORD = /^[A-Za-z0-9_-]{1,64}$/;
     let ws = null, me = null, current = null, cidCounter = 0, subCounter = 0;
-    const conversations = new Map();   // route -> {messages: [], unread: n, seen: Set}
+    const conversations = new Map();   // route -> {messages: [], unread, seen: Set, last, more, loaded, readBy: Map}
     const roomSubs = new Map();        // room route -> sub id
 
     function status(text, isError) { $("status").textContent = text; $("status").className = isError ? "error" : ""; }
 
     function conversation(route) {
-      if (!conversations.has(route)) { conversations.set(route, { messages: [], unread: 0, seen: new Set() }); renderList(); }
+      if (!conversations.has(route)) {
+        conversations.set(route, { messages: [], unread: 0, seen: new Set(), last: "", more: true, loaded: false, readBy: new Map() });
+        renderList();
+      }
       return conversations.get(route);
     }
 
@@ -86,7 +97,8 @@ enum DemoPage {
 
     function renderList() {
       const ul = $("conversations"); ul.textContent = "";
-      for (const [route, c] of conversations) {
+      const ordered = [...conversations].sort((a, b) => (b[1].last > a[1].last) - (b[1].last < a[1].last));
+      for (const [route, c] of ordered) {
         const li = document.createElement("li");
         li.dataset.route = route;
         if (route === current) li.className = "active";
@@ -97,26 +109,84 @@ enum DemoPage {
       }
     }
 
-    function renderMessages() {
-      const box = $("messages"); box.textContent = "";
+    function renderMessages(keepPosition) {
+      const box = $("messages");
+      const fromBottom = box.scrollHeight - box.scrollTop;
+      box.textContent = "";
       if (!current) return;
-      for (const env of conversation(current).messages) {
+      const c = conversation(current);
+      if (c.loaded && c.more) { const more = document.createElement("div"); more.id = "more"; more.textContent = "scroll up for older messages"; box.append(more); }
+      // The furthest any other participant has read: ids are time-ordered, so compare them as strings.
+      let readUpTo = "";
+      for (const [user, id] of c.readBy) if (user !== me && id > readUpTo) readUpTo = id;
+      for (const env of c.messages) {
         const div = document.createElement("div");
         div.className = "msg" + (env.from === me ? " mine" : "");
         const meta = document.createElement("div"); meta.className = "meta";
         meta.textContent = env.from + " · " + new Date(env.ts).toLocaleTimeString() + (env.via !== "ws" ? " · via " + env.via : "");
         const body = document.createElement("div");
         body.textContent = typeof env.body === "string" ? env.body : JSON.stringify(env.body);
-        div.append(meta, body); box.append(div);
+        div.append(meta, body);
+        if (env.from === me && readUpTo && env.id <= readUpTo) { const seen = document.createElement("div"); seen.className = "seen"; seen.textContent = "read"; div.append(seen); }
+        box.append(div);
       }
-      box.scrollTop = box.scrollHeight;
+      box.scrollTop = keepPosition ? box.scrollHeight - fromBottom : box.scrollHeight;
+    }
+
+    // The conversation store (HTTP for both transports; a WebSocket could use its ops too).
+    function api(path, options) {
+      const a = auth();
+      const sep = path.includes("?") ? "&" : "?";
+      return fetch(path + (a.query ? sep + a.query : ""), { ...(options || {}), headers: { "Content-Type": "application/json", ...a.headers } })
+        .then((r) => r.status === 204 ? {} : r.json().then((j) => { if (!r.ok) throw j.error; return j; }));
+    }
+    async function loadConversations() {
+      try {
+        const answer = await api("/v1/conversations");
+        for (const item of answer.conversations) {
+          const c = conversation(item.route);
+          c.unread = item.unread; c.last = item.last.id > c.last ? item.last.id : c.last;
+          if (item.read) c.readBy.set(me, item.read);
+        }
+        renderList();
+      } catch (e) { status("history is off: " + (e.message || e.code || e), true); }
+    }
+    async function loadHistory(route, older) {
+      const c = conversation(route);
+      if (c.loading || (older && !c.more)) return;
+      c.loading = true;
+      try {
+        const before = older && c.messages.length ? "&before=" + encodeURIComponent(c.messages[0].id) : "";
+        const page = await api("/v1/history?route=" + encodeURIComponent(route) + "&limit=30" + before);
+        const fresh = page.messages.filter((env) => !c.seen.has(env.id));
+        for (const env of fresh) c.seen.add(env.id);
+        c.messages = older ? fresh.concat(c.messages) : fresh.concat(c.messages).sort((a, b) => (a.id > b.id) - (a.id < b.id));
+        c.more = page.more; c.loaded = true;
+        for (const env of fresh) if (env.id > c.last) c.last = env.id;
+        if (route === current) renderMessages(older);
+      } catch (e) { c.more = false; }
+      c.loading = false;
+    }
+    function markRead(route) {
+      const c = conversation(route);
+      const newest = c.messages[c.messages.length - 1];
+      c.unread = 0; renderList();
+      if (!newest || (c.readBy.get(me) || "") >= newest.id) return;
+      c.readBy.set(me, newest.id);
+      api("/v1/read", { method: "POST", body: JSON.stringify({ route, id: newest.id }) }).catch(() => {});
     }
 
     function select(route) {
-      current = route; conversation(route).unread = 0;
+      current = route;
+      if (route.startsWith("room.") && !roomSubs.has(route) && connected()) {
+        const id = "r" + (++subCounter); roomSubs.set(route, id); send({ op: "sub", id, pattern: route, mode: "live" });
+      }
       $("title").textContent = label(route) + "  (" + route + ")";
       $("text").disabled = $("send").disabled = !connected(); renderList(); renderMessages(); $("text").focus();
+      const c = conversation(route);
+      (c.loaded ? Promise.resolve() : loadHistory(route, false)).then(() => { if (current === route) markRead(route); });
     }
+    $("messages").onscroll = () => { if (current && $("messages").scrollTop < 40) loadHistory(current, true); };
 
     // Two transports behind one interface: a WebSocket, or HTTP long-polling.
     let poll = null;   // {session, cursor, running}
@@ -148,6 +218,7 @@ enum DemoPage {
       const mine = { session: answer.session, cursor: null, running: true };
       poll = mine;
       status("long-polling as " + me); $("connect").textContent = "Disconnect";
+      loadConversations();
       if (current) select(current);
       while (mine.running) {
         try {
@@ -167,9 +238,19 @@ enum DemoPage {
 
     function receive(env) {
       const c = conversation(env.route);
+      if (env.type === "read") {                 // a read marker moved (transient, never kept)
+        const who = env.body && env.body.user, id = env.body && env.body.id;
+        if (who && id && id > (c.readBy.get(who) || "")) c.readBy.set(who, id);
+        if (who === me) { c.unread = 0; renderList(); }   // read on another device
+        if (env.route === current) renderMessages();
+        return;
+      }
       if (c.seen.has(env.id)) return;          // inbox redeliveries after a reconnect
       c.seen.add(env.id); c.messages.push(env);
-      if (env.route === current) renderMessages(); else { c.unread++; renderList(); }
+      if (env.id > c.last) c.last = env.id;
+      if (env.route === current) { renderMessages(); if (env.from !== me) markRead(env.route); }
+      else { if (env.from !== me) c.unread++; }
+      renderList();
     }
 
     function openConversation(text) {
@@ -178,7 +259,6 @@ enum DemoPage {
       let route;
       if (text.startsWith("room.")) {
         route = text;
-        if (!roomSubs.has(route)) { const id = "r" + (++subCounter); roomSubs.set(route, id); send({ op: "sub", id, pattern: route, mode: "live" }); }
       } else {
         const people = text.split(/[\s,]+/).filter(Boolean);
         if (!people.every((p) => WORD.test(p))) { status("names are words of letters, digits, _ and -", true); return; }
@@ -206,6 +286,7 @@ enum DemoPage {
         status("connected as " + me); $("connect").textContent = "Disconnect";
         send({ op: "sub", id: "me", pattern: "#." + me + ".#", mode: "inbox" });
         for (const [route, id] of roomSubs) send({ op: "sub", id, pattern: route, mode: "live" });
+        loadConversations();
         if (current) select(current);
       };
       ws.onmessage = (event) => {

@@ -33,7 +33,7 @@ public final class Conversations: Service, Sendable {
         var tick = 0
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
-                try await store.ping()
+                try await withDeadline(.seconds(2)) { [store] in try await store.ping() }
                 if !metrics.isUp { logger.info("the conversation store answers again") }
                 metrics.up(true)
             } catch {
@@ -66,24 +66,18 @@ public final class Conversations: Service, Sendable {
         }
         let limit = limit ?? StoreSettings.defaultPage
         guard limit >= 1 else { throw ProtocolError(.badFrame, "limit must be at least 1", ref: nil) }
-        let page: HistoryPage
-        do {
-            page = try await store.history(route: route.value, before: beforeID, limit: min(limit, settings.maxPage))
-        } catch {
-            throw unavailable(error)
+        let page = try await ask { [store, settings, beforeID] in
+            try await store.history(route: route.value, before: beforeID, limit: min(limit, settings.maxPage))
         }
         return HistoryPage(messages: page.messages.filter(isWellFormed), more: page.more)
     }
 
     /// The user's conversations they may read, newest activity first.
     public func list(user: String, rules: AccessRules, limit: Int = 200) async throws(ProtocolError) -> [ConversationSummary] {
-        do {
-            return try await store.conversations(user: user, uncountedTypes: settings.uncountedTypes, limit: limit)
-                .filter { summary in
-                    isWellFormed(summary.last) && (try? TopicPattern(summary.route)).map(rules.canSubscribe) ?? false
-                }
-        } catch {
-            throw unavailable(error)
+        try await ask { [store, settings] in
+            try await store.conversations(user: user, uncountedTypes: settings.uncountedTypes, limit: limit)
+        }.filter { summary in
+            isWellFormed(summary.last) && (try? TopicPattern(summary.route)).map(rules.canSubscribe) ?? false
         }
     }
 
@@ -92,12 +86,8 @@ public final class Conversations: Service, Sendable {
         -> (route: RouteKey, marker: String, moved: Bool) {
         let route = try readableRoute(text, rules: rules)
         guard let id = UUIDv7Generator.canonical(id) else { throw ProtocolError(.badFrame, "id must be a message id", ref: nil) }
-        do {
-            let marker = try await store.markRead(user: user, route: route.value, id: id)
-            return (route, marker, marker == id)
-        } catch {
-            throw unavailable(error)
-        }
+        let marker = try await ask { [store] in try await store.markRead(user: user, route: route.value, id: id) }
+        return (route, marker, marker == id)
     }
 
     /// A route (never a pattern: `*` and `#` are not route words) the user may subscribe to.
@@ -118,8 +108,15 @@ public final class Conversations: Service, Sendable {
         return false
     }
 
-    private func unavailable(_ error: any Error) -> ProtocolError {
-        logger.warning("conversation store request failed", metadata: ["error": "\(error)"])
-        return ProtocolError(.unavailable, "the conversation store is unavailable", ref: nil)
+    /// Runs a client's request on the store: `unavailable` at once while the store is known not
+    /// to answer, or when it does not answer within 5 s (never a request held until it is back).
+    private func ask<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws(ProtocolError) -> T {
+        guard metrics.isUp else { throw ProtocolError(.unavailable, "the conversation store does not answer", ref: nil) }
+        do {
+            return try await withDeadline(.seconds(5), operation)
+        } catch {
+            logger.warning("conversation store request failed", metadata: ["error": "\(error)"])
+            throw ProtocolError(.unavailable, "the conversation store is unavailable", ref: nil)
+        }
     }
 }

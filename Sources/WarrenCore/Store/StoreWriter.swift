@@ -24,7 +24,9 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     let logger: Logger
     let ids = UUIDv7Generator()
     private let batcher: NIOLockedValueBox<StoreBatcher<Item>>
-    private let consumer = NIOLockedValueBox<(channel: any BrokerChannel, tag: String)?>(nil)
+    /// The consumption channel (set before the consumer starts: deliveries may come before
+    /// `basic.consume-ok` is seen) and the consumer's tag once known.
+    private let consumer = NIOLockedValueBox<(channel: any BrokerChannel, tag: String?)?>(nil)
     private let failures = NIOLockedValueBox(0)
 
     public init(store: any ConversationStore, settings: StoreSettings, channels: any ChannelSource, exchange: String,
@@ -47,13 +49,14 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             try await admin.bind(queue: settings.queue, exchange: exchange, pattern: pattern, recorded: false)
         }
         let channel = try await channels.consumption(prefetch: settings.batchSize * 2)
+        consumer.withLockedValue { $0 = (channel, nil) }
         let tag = try await channel.startConsumer(queue: settings.queue, sink: self)
-        consumer.withLockedValue { $0 = (channel, tag) }
+        consumer.withLockedValue { $0?.tag = tag }
     }
 
     /// Stops consuming; deliveries not yet committed go back to the queue when the channel closes.
     public func stop() async {
-        guard let (channel, tag) = consumer.withLockedValue({ c in defer { c = nil }; return c }) else { return }
+        guard let (channel, tag) = consumer.withLockedValue({ c in defer { c = nil }; return c }), let tag else { return }
         try? await channel.cancel(consumerTag: tag)
     }
 
@@ -90,7 +93,10 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         Task {
             let started = ContinuousClock.now
             do {
-                try await store.write(batch.map(\.message))
+                // Bounded: a database that went away must not hold the batch (and the health) forever.
+                // A write that commits after the deadline is written again: rows are keyed by id.
+                let messages = batch.map(\.message)
+                try await withDeadline(.seconds(15)) { [store] in try await store.write(messages) }
                 let elapsed = ContinuousClock.now - started
                 metrics.batchWritten(count: batch.count, nanoseconds: elapsed.components.seconds * 1_000_000_000
                                      + elapsed.components.attoseconds / 1_000_000_000)
