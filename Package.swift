@@ -127,6 +127,11 @@ let package = Package(
             dependencies: [
                 "WarrenBenchKit",
                 "AMQPClient",
+                // The history scenario fills a store through the store's own API.
+                "WarrenCore",
+                "WarrenStore",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 
 /// The bench's AMQP connections log warnings only (a thousand "connected" lines say nothing).
-let quietLogger: Logger = {
+public let quietLogger: Logger = {
     var logger = Logger(label: "warren-bench.amqp")
     logger.logLevel = .warning
     return logger

@@ -5,6 +5,7 @@ import WarrenBenchKit
 /// against medians over rounds.
 struct Report {
     let results: [RunResult]
+    var history: [HistoryResult] = []
     let options: BenchOptions
 
     static func line(_ r: RunResult) -> String {
@@ -63,6 +64,20 @@ struct Report {
                 out += "\(Self.mib(r.before.broker))/\(Self.mib(r.during.broker))/\(Self.mib(r.after.broker)) |\n"
             }
         }
+        let stored = results.filter { $0.storeLagMax != nil }
+        if !stored.isEmpty {
+            out += "\n## The store under load\n\n| scenario | deliveries/s | max messages waiting in the store queue | drained after s |\n|---|---|---|---|\n"
+            for r in stored {
+                out += "| \(r.scenario) | \(Int(r.deliveriesPerSecond)) | \(r.storeLagMax ?? 0) | \(Self.f(r.storeDrainSeconds, 2)) |\n"
+            }
+        }
+        if !history.isEmpty {
+            out += "\n## History pages (50 messages)\n\n| backend | stored messages | filled in s | requests | p50 ms | p99 ms | max ms | errors |\n|---|---|---|---|---|---|---|---|\n"
+            for h in history {
+                out += "| \(h.backend) | \(h.stored) | \(Int(h.fillSeconds)) | \(h.requests) | "
+                out += String(format: "%.2f | %.2f | %.2f | %d |\n", h.p50Ms, h.p99Ms, h.maxMs, h.errors)
+            }
+        }
         out += "\n## Goals (medians over rounds)\n\n"
         for goal in goals() { out += "- \(goal)\n" }
         return out
@@ -71,6 +86,19 @@ struct Report {
     func goals() -> [String] {
         var g: [String] = []
         func verdict(_ ok: Bool) -> String { ok ? "MET" : "MISSED" }
+        for mode in ["sqlite", "postgres"] {
+            if let off = median("inbox-store-off", .warrenInbox, { $0.deliveriesPerSecond }),
+               let on = median("inbox-store-\(mode)", .warrenInbox, { $0.deliveriesPerSecond }) {
+                let lag = median("inbox-store-\(mode)", .warrenInbox, { $0.storeLagMax.map(Double.init) }) ?? -1
+                let drain = median("inbox-store-\(mode)", .warrenInbox, { $0.storeDrainSeconds }) ?? -1
+                g.append(String(format: "inbox with the store on %@: %.2f× the deliveries/s with it off (goal ≥ 0.9×); at most %.0f messages waiting, drained %.2f s after the last delivery — %@",
+                                mode, on / off, lag, drain, verdict(on / off >= 0.9 && drain >= 0)))
+            }
+        }
+        for h in history {
+            g.append(String(format: "history at %d stored messages (%@): page of 50, p99 %.2f ms over %d requests, %d errors",
+                            h.stored, h.backend, h.p99Ms, h.requests, h.errors))
+        }
         let rate = { (r: RunResult) -> Double? in r.deliveriesPerSecond }
         let p99 = { (r: RunResult) -> Double? in r.latencyP99Ms }
         let lost = { (r: RunResult) -> Double? in Double(r.lost) }
@@ -150,11 +178,12 @@ struct Report {
             var date: String
             var machine: String
             var results: [RunResult]
+            var history: [HistoryResult]
             var goals: [String]
         }
         let doc = Document(date: ISO8601DateFormatter().string(from: Date()),
                            machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB",
-                           results: results, goals: goals())
+                           results: results, history: history, goals: goals())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(doc)

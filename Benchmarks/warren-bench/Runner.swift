@@ -50,6 +50,8 @@ struct RunPlan: Sendable {
     var limited = false
     /// Greedy clients run beside the measured ones while the messages flow.
     var abusers = false
+    /// Warren's conversation store (off unless the scenario measures it).
+    var store = StoreMode.off
 }
 
 /// The greedy clients of one run: a flooder, a subscription hoarder, a socket that never
@@ -109,6 +111,10 @@ struct RunResult: Codable {
     var brokerRSSPerConnection: Double?
     var warrenIdleCPU: Double?
     var brokerIdleCPU: Double?
+    /// With the store on: the most messages seen waiting in the store queue while messages
+    /// flowed, and how long it took to drain once every delivery was in.
+    var storeLagMax: Int?
+    var storeDrainSeconds: Double?
 }
 
 /// Runs plans against targets on event loops of their own: the receiving clients spread over
@@ -166,11 +172,14 @@ final class Runner: @unchecked Sendable {
         }
         let loop = recorders[0].loop
         var warren: (any MeasuredServer)?
+        let storeQueue = "bench.store.\(UInt32.random(in: 0...UInt32.max))"
         if plan.target.usesWarren {
+            var environment = plan.limited ? Self.greedyLimits : [:]
+            let database = try StoreSetup.freshDatabase(plan.store, name: "warren_bench_\(plan.store.rawValue)")
+            environment.merge(plan.store.environment(database: database, queue: storeQueue)) { $1 }
             warren = try WarrenProcess(binary: options.warrenBinary, config: options.config, port: options.warrenPort,
                                        amqpURL: options.amqpURL, exchange: options.exchange,
-                                       log: "/tmp/warren-bench-warren.log",
-                                       environment: plan.limited ? Self.greedyLimits : [:])
+                                       log: "/tmp/warren-bench-warren.log", environment: environment)
         } else if plan.target.usesNchan {
             warren = try NchanServer(port: options.nchanPort, log: "/tmp/warren-bench-nchan.log")
         }
@@ -187,6 +196,9 @@ final class Runner: @unchecked Sendable {
         var outcome: BenchPublisher.Outcome?
         var during = connected
         var pinger: RepeatedTask?
+        let lag = plan.store == .off || !plan.target.usesWarren ? nil
+            : try await StoreLagProbe.start(url: options.amqpURL, queue: storeQueue)
+        var storeDrainSeconds: Double?
         if !plan.keys.isEmpty {
             if plan.target.usesNchan {
                 outcome = try await NchanPublisher(port: options.nchanPort, loop: publisherGroup.next())
@@ -196,6 +208,7 @@ final class Runner: @unchecked Sendable {
             }
             await waitForDeliveries(recorders)
             during = snapshot(warren)
+            storeDrainSeconds = await lag?.finish()
         } else {
             let sockets = plan.target.usesWebSockets ? clients.sockets : []
             pinger = loop.scheduleRepeatedTask(initialDelay: .seconds(10), delay: .seconds(10)) { _ in
@@ -211,8 +224,13 @@ final class Runner: @unchecked Sendable {
         let after = snapshot(warren)
         if plan.target == .warrenInbox { await deleteInboxes(plan.clients) }
 
-        return result(plan, round: round, tally: try await Tally(recorders), outcome: outcome, connectSeconds: connectSeconds,
-                      before: before, connected: connected, during: during, after: after)
+        var r = result(plan, round: round, tally: try await Tally(recorders), outcome: outcome, connectSeconds: connectSeconds,
+                       before: before, connected: connected, during: during, after: after)
+        if let lag {
+            r.storeLagMax = lag.maximum
+            r.storeDrainSeconds = storeDrainSeconds
+        }
+        return r
     }
 
     // MARK: greedy clients

@@ -7,7 +7,7 @@ import Glibc
 
 /// The bench's settings (every one a command-line option).
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy.")
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history.")
     var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale,greedy"
     @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, nchan, nchan-multi); default: each scenario's own set.")
     var targets = ""
@@ -60,6 +60,13 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Messages (at 50/s) in greedy, with and without the greedy clients.")
     var greedyMessages = 500
 
+    @Option(help: "Messages stored before history is measured (history).")
+    var historyMessages = 1_000_000
+    @Option(help: "Conversations the stored messages are spread over (history).")
+    var historyRoutes = 1_000
+    @Option(help: "History pages fetched one after another (history).")
+    var historyRequests = 2_000
+
     @Option(help: "Publishes awaiting confirms at once (unpaced scenarios).")
     var window = 256
     @Option(help: "Clients set up concurrently.")
@@ -86,8 +93,13 @@ struct WarrenBench: AsyncParsableCommand {
         let runner = try Runner(options: options)
         try await runner.start()
         var results: [RunResult] = []
+        var history: [HistoryResult] = []
         let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
         for scenario in options.scenarios.split(separator: ",").map(String.init) {
+            if scenario == "history" {
+                do { history += try await HistoryBench(options: options).run() } catch { log("  history failed: \(error)") }
+                continue
+            }
             for (index, plan) in plans(scenario, room: "room.bench").enumerated() {
                 for round in 1...max(1, ["idle", "poll-idle", "scale"].contains(scenario) ? options.idleRounds : options.rounds) {
                     for target in plan.targets where only.isEmpty || only.contains(target) {
@@ -110,7 +122,7 @@ struct WarrenBench: AsyncParsableCommand {
             }
         }
         await runner.shutdown()
-        let report = Report(results: results, options: options)
+        let report = Report(results: results, history: history, options: options)
         print(report.table())
         try report.json().write(to: URL(fileURLWithPath: options.json))
         log("JSON written to \(options.json)")
@@ -144,6 +156,15 @@ struct WarrenBench: AsyncParsableCommand {
             let plan = RunPlan(scenario: scenario, target: .warrenWS, clients: o.inboxUsers, keys: keys,
                                expected: 3 * count, pattern: { "#.b\($0).#" }, rate: paced ? o.inboxPacedRate : nil)
             return [(plan, paced ? [.warrenWS, .stomp, .amqp] : [.warrenWS, .warrenInbox, .stomp, .amqp])]
+        case "inbox-store":
+            // The inbox scenario with the conversation store off, on SQLite and on PostgreSQL:
+            // what keeping every message costs the live path, and whether the store keeps up.
+            guard var plan = plans("inbox", room: room).first?.plan else { return [] }
+            return StoreMode.allCases.map { mode in
+                plan.scenario = "inbox-store-\(mode.rawValue)"
+                plan.store = mode
+                return (plan, [.warrenInbox])
+            }
         case "idle":
             return o.idleSockets.split(separator: ",").compactMap { Int($0) }.map { n in
                 var plan = RunPlan(scenario: "idle", target: .warrenWS, clients: n, keys: [], expected: 0,
