@@ -40,8 +40,13 @@ final class PostgresDatabase: SQLDatabase {
         return configuration
     }
 
-    static func open(url: String, logger: Logger) throws -> PostgresDatabase {
-        PostgresDatabase(client: PostgresClient(configuration: try configuration(url: url), backgroundLogger: logger), logger: logger)
+    static func open(url: String, logger: Logger) async throws -> PostgresDatabase {
+        let database = PostgresDatabase(client: PostgresClient(configuration: try configuration(url: url), backgroundLogger: logger),
+                                        logger: logger)
+        // `run()` starts on a task of its own; a lease asked for before it has started is served
+        // all the same, but logged as a warning. Give it a moment first.
+        try await Task.sleep(for: .milliseconds(20))
+        return database
     }
 
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {

@@ -12,7 +12,7 @@ public enum StoreBackends {
         case .sqlite(let path):
             store = SQLConversationStore(database: try await SQLiteDatabase.open(path: path, logger: logger))
         case .postgres(let url):
-            store = SQLConversationStore(database: try PostgresDatabase.open(url: url, logger: logger))
+            store = SQLConversationStore(database: try await PostgresDatabase.open(url: url, logger: logger))
         }
         do {
             try await store.migrate()

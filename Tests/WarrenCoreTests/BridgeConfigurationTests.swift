@@ -70,6 +70,34 @@ import Testing
         #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[log]\nlevel = \"loud\"\n") }
         #expect(throws: ConfigError(key: "bogus", reason: "unknown section")) { try BridgeConfiguration.parse("[bogus]\na = 1\n") }
     }
+
+    @Test func storeSectionIsValidated() throws {
+        let c = try BridgeConfiguration.parse("""
+            [store]
+            url = "postgres://warren:pw@db:5432/chat"
+            patterns = ["#.alice.#", "room.#"]
+            max_age = "12h"
+            skip_types = ["typing"]
+            """)
+        #expect(c.store.url == "postgres://warren:pw@db:5432/chat")
+        #expect(c.store.maxAgeSeconds == 12 * 3600)
+        #expect(c.store.patterns == ["#.alice.#", "room.#"])
+        #expect(c.effectiveDescription.contains("postgres://warren:***@db:5432/chat"), "the password is masked")
+        #expect(!c.effectiveDescription.contains(":pw@"))
+        let defaults = try BridgeConfiguration.parse("")
+        #expect(defaults.store.enabled && defaults.store.url == "sqlite://warren.sqlite" && defaults.store.maxAgeSeconds == 90 * 86_400)
+        for (text, key) in [("url = \"mysql://x\"", "store.url"), ("patterns = [\"a..b\"]", "store.patterns"),
+                            ("skip_types = [\"not a type\"]", "store.skip_types"), ("max_age = \"forever\"", "store.max_age"),
+                            ("max_page = 0", "store.max_page"), ("queue = \"amq.x\"", "store.queue"), ("patterns = []", "store.patterns")] {
+            do {
+                _ = try BridgeConfiguration.parse("[store]\n\(text)\n")
+                Issue.record("\(text) must be refused")
+            } catch {
+                #expect(error.key == key && error.line == 2, "\(text): \(error)")
+            }
+        }
+        #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("", environment: ["WARREN_STORE_URL": "sqlite://"]) }
+    }
 }
 
 @Suite struct EffectiveConfigurationTests {

@@ -67,7 +67,7 @@ final class FakeChannel: BrokerChannel {
         let sink = state.withLockedValue { $0.consumers.removeValue(forKey: consumerTag) }
         sink?.finish(nil)
     }
-    func ack(_ tag: DeliveryTag, multiple: Bool) { try? record("ack \(tag.value)") }
+    func ack(_ tag: DeliveryTag, multiple: Bool) { try? record("ack \(tag.value)\(multiple ? "+" : "")") }
     func nack(_ tag: DeliveryTag, multiple: Bool, requeue: Bool) { try? record("nack \(tag.value)\(requeue ? " requeue" : "")") }
 
     func startPublish(_ body: ByteBuffer, exchange: String, routingKey: String, mandatory: Bool, properties: BasicProperties,
@@ -82,13 +82,13 @@ final class FakeChannel: BrokerChannel {
     /// Hands a message to the consumer `consumerTag`, as the broker would; returns its delivery tag.
     @discardableResult
     func deliver(to consumerTag: String, routingKey: String, body: String, messageID: String? = nil,
-                 redelivered: Bool = false) -> UInt64 {
+                 redelivered: Bool = false, properties: BasicProperties? = nil) -> UInt64 {
         let (sink, tag) = state.withLockedValue { s -> (AMQPDeliverySink?, UInt64) in
             s.nextTag += 1
             return (s.consumers[consumerTag], s.nextTag)
         }
         sink?.deliver(AMQPMessage(body: ByteBuffer(string: body),
-                                  properties: BasicProperties(contentType: "text/plain", messageID: messageID),
+                                  properties: properties ?? BasicProperties(contentType: "text/plain", messageID: messageID),
                                   exchange: "chat", routingKey: routingKey, redelivered: redelivered,
                                   deliveryTag: DeliveryTag(epoch: 1, value: tag), consumerTag: consumerTag))
         return tag

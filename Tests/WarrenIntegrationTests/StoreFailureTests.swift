@@ -34,7 +34,7 @@ struct StoreFailureTests {
 
     /// The ids kept for `route`, read from the database itself.
     static func storedIDs(_ url: String, route: String) async throws -> [String] {
-        let database = try PostgresDatabase.open(url: url, logger: Logger(label: "test"))
+        let database = try await PostgresDatabase.open(url: url, logger: Logger(label: "test"))
         defer { Task { await database.close() } }
         return try await database.read { session in
             try await session.query("SELECT id FROM warren_messages WHERE route = $1", [.text(route)]).compactMap { $0["id"]?.string }

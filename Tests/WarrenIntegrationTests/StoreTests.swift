@@ -27,7 +27,7 @@ struct StoreTests {
             return ("sqlite://\(path)", { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } })
         case .postgres:
             let name = "warren_e2e_\(suffix)"
-            let admin = try PostgresDatabase.open(url: postgresURL, logger: Logger(label: "test"))
+            let admin = try await PostgresDatabase.open(url: postgresURL, logger: Logger(label: "test"))
             _ = try await admin.read { session in try await session.query("CREATE DATABASE \(name)") }
             var parts = URLComponents(string: postgresURL)!
             parts.path = "/\(name)"
@@ -148,6 +148,16 @@ struct StoreTests {
             let older = try await Self.history(node, user: alice, "route=\(route)&limit=4&before=\(expected[2])")
             #expect(older.json?["messages"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(expected[..<2]))
             #expect(older.json?["more"]?.boolValue == false)
+
+            // The store's figures on /metrics: batches written, the database up, the queue's lag.
+            let metrics = try await HTTPTestClient.request(.GET, port: node.port, "/metrics").body
+            let written = metrics.split(separator: "\n").first { $0.hasPrefix("warren_store_written_total ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+            #expect(written >= Double(expected.count), "\(metrics)")
+            #expect(metrics.contains("warren_store_up 1"))
+            #expect(metrics.contains("warren_store_write_seconds_count"))
+            #expect(metrics.contains("warren_store_batch_size_bucket"))
+            #expect(metrics.contains("warren_store_lag_messages"))
 
             // The same page over the WebSocket.
             let page = try await ws.request(#"{"op":"history","id":"h1","route":"\#(route)","limit":2}"#, expect: "history")

@@ -30,11 +30,11 @@ struct StoreBackendTests {
             cleanup = { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
         case .postgres:
             let name = "warren_test_\(suffix)"
-            let admin = try PostgresDatabase.open(url: postgresURL, logger: logger)
+            let admin = try await PostgresDatabase.open(url: postgresURL, logger: logger)
             _ = try await admin.read { session in try await session.query("CREATE DATABASE \(name)") }
             var parts = URLComponents(string: postgresURL)!
             parts.path = "/\(name)"
-            store = SQLConversationStore(database: try PostgresDatabase.open(url: parts.string!, logger: logger))
+            store = SQLConversationStore(database: try await PostgresDatabase.open(url: parts.string!, logger: logger))
             cleanup = {
                 _ = try await admin.read { session in try await session.query("DROP DATABASE \(name) WITH (FORCE)") }
                 await admin.close()

@@ -124,8 +124,11 @@ public final class BridgeRuntime: Sendable {
         let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,
                                consumptionChannels: configuration.amqp.consumptionChannels)
         if let conversations {
-            let writer = StoreWriter(store: conversations.store, settings: conversations.settings, channels: pool,
-                                     exchange: configuration.amqp.exchange, metrics: conversations.metrics, bridgeMetrics: metrics,
+            // The writer's own channel, with room for two batches in flight.
+            let storeChannel = try await primary.openChannel()
+            try await storeChannel.basicQos(prefetchCount: UInt16(clamping: conversations.settings.batchSize * 2))
+            let writer = StoreWriter(store: conversations.store, settings: conversations.settings, channel: storeChannel,
+                                     channels: pool, exchange: configuration.amqp.exchange, metrics: conversations.metrics,
                                      logger: logger)
             try await writer.start()
             conversations.attach(writer)

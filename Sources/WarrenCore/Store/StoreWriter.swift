@@ -12,31 +12,34 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     struct Item: Sendable {
         var message: StoredMessage
         var tag: DeliveryTag
-        var channel: any BrokerChannel
     }
 
     let store: any ConversationStore
     let settings: StoreSettings
+    /// The writer's own channel (one per node): batches are acked on it with one `multiple` ack.
+    let channel: any BrokerChannel
+    /// Declarations and bindings.
     let channels: any ChannelSource
     let exchange: String
     let metrics: StoreMetrics
-    let bridgeMetrics: WarrenMetrics
     let logger: Logger
     let ids = UUIDv7Generator()
     private let batcher: NIOLockedValueBox<StoreBatcher<Item>>
-    /// The consumption channel (set before the consumer starts: deliveries may come before
-    /// `basic.consume-ok` is seen) and the consumer's tag once known.
-    private let consumer = NIOLockedValueBox<(channel: any BrokerChannel, tag: String?)?>(nil)
+    /// Consuming (set before the consumer starts: deliveries may come before `basic.consume-ok`
+    /// is seen), and the consumer's tag once known.
+    private let consumer = NIOLockedValueBox<(consuming: Bool, tag: String?)>((false, nil))
     private let failures = NIOLockedValueBox(0)
 
-    public init(store: any ConversationStore, settings: StoreSettings, channels: any ChannelSource, exchange: String,
-                metrics: StoreMetrics, bridgeMetrics: WarrenMetrics, logger: Logger) {
+    /// `channel` must be the writer's alone (its prefetch is set by ``start()``; nothing else
+    /// consumes on it), so that one ack with `multiple` covers a whole batch.
+    public init(store: any ConversationStore, settings: StoreSettings, channel: any BrokerChannel, channels: any ChannelSource,
+                exchange: String, metrics: StoreMetrics, logger: Logger) {
         self.store = store
         self.settings = settings
+        self.channel = channel
         self.channels = channels
         self.exchange = exchange
         self.metrics = metrics
-        self.bridgeMetrics = bridgeMetrics
         self.logger = logger
         self.batcher = NIOLockedValueBox(StoreBatcher(maxBatch: settings.batchSize))
     }
@@ -48,15 +51,14 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         for pattern in settings.patterns {
             try await admin.bind(queue: settings.queue, exchange: exchange, pattern: pattern, recorded: false)
         }
-        let channel = try await channels.consumption(prefetch: settings.batchSize * 2)
-        consumer.withLockedValue { $0 = (channel, nil) }
+        consumer.withLockedValue { $0 = (true, nil) }
         let tag = try await channel.startConsumer(queue: settings.queue, sink: self)
-        consumer.withLockedValue { $0?.tag = tag }
+        consumer.withLockedValue { $0.tag = tag }
     }
 
     /// Stops consuming; deliveries not yet committed go back to the queue when the channel closes.
     public func stop() async {
-        guard let (channel, tag) = consumer.withLockedValue({ c in defer { c = nil }; return c }), let tag else { return }
+        guard let tag = consumer.withLockedValue({ c in defer { c = (false, nil) }; return c.tag }) else { return }
         try? await channel.cancel(consumerTag: tag)
     }
 
@@ -73,12 +75,15 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     // MARK: deliveries (on the broker's event loop)
 
     public func deliver(_ delivery: AMQPMessage) {
-        guard let channel = consumer.withLockedValue({ $0?.channel }) else { return }
+        guard consumer.withLockedValue({ $0.consuming }) else {
+            channel.nack(delivery.deliveryTag, multiple: false, requeue: true)
+            return
+        }
         guard let message = Self.storedMessage(delivery, settings: settings, ids: ids) else {
             channel.ack(delivery.deliveryTag, multiple: false)
             return
         }
-        if let batch = batcher.withLockedValue({ $0.received(Item(message: message, tag: delivery.deliveryTag, channel: channel)) }) {
+        if let batch = batcher.withLockedValue({ $0.received(Item(message: message, tag: delivery.deliveryTag)) }) {
             write(batch)
         }
     }
@@ -86,7 +91,7 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     public func finish(_ error: AMQPError?) {
         guard let error else { return }
         logger.error("the store's consumer was ended by the broker", metadata: ["error": "\(error)"])
-        consumer.withLockedValue { $0 = nil }
+        consumer.withLockedValue { $0 = (false, nil) }
     }
 
     private func write(_ batch: [Item]) {
@@ -102,8 +107,11 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                                      + elapsed.components.attoseconds / 1_000_000_000)
                 metrics.up(true)
                 failures.withLockedValue { $0 = 0 }
-                // Committed: now RabbitMQ may forget them.
-                for item in batch { item.channel.ack(item.tag, multiple: false) }
+                // Committed: now RabbitMQ may forget them. Batches are written in delivery order,
+                // so one `multiple` ack of the newest tag covers the batch (and skipped messages
+                // before it, acked already); tags of a connection that has since been replaced
+                // are ignored (those deliveries come again, and add nothing).
+                for tag in Self.newestTags(batch) { channel.ack(tag, multiple: true) }
                 if let next = batcher.withLockedValue({ $0.written() }) { write(next) }
             } catch {
                 metrics.writeFailed()
@@ -121,6 +129,13 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                 if let again = batcher.withLockedValue({ $0.retry() }) { write(again) }
             }
         }
+    }
+
+    /// The newest delivery tag of each connection epoch in a batch.
+    static func newestTags(_ batch: [Item]) -> [DeliveryTag] {
+        var newest: [UInt64: DeliveryTag] = [:]
+        for item in batch where (newest[item.tag.epoch]?.value ?? 0) < item.tag.value { newest[item.tag.epoch] = item.tag }
+        return newest.values.sorted { $0.epoch < $1.epoch }
     }
 
     /// What is kept of a delivery, or nil when it is not kept (transient, or a skipped type; the

@@ -1,0 +1,121 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+@testable import WarrenCore
+
+/// A store that keeps batches in memory, fails when told to, and holds each write until the
+/// test lets it finish: what the writer does around a commit, seen event by event.
+final class FakeStore: ConversationStore {
+    private struct State {
+        var batches: [[StoredMessage]] = []
+        var failures = 0
+        var held: [CheckedContinuation<Void, Never>] = []
+        var holding = false
+    }
+    private let state = NIOLockedValueBox(State())
+
+    var batches: [[StoredMessage]] { state.withLockedValue { $0.batches } }
+    func fail(next n: Int) { state.withLockedValue { $0.failures = n } }
+    func hold(_ on: Bool) { state.withLockedValue { $0.holding = on } }
+    /// Lets every held write finish.
+    func release() {
+        let held = state.withLockedValue { s in defer { s.held = [] }; return s.held }
+        for c in held { c.resume() }
+    }
+    var heldWrites: Int { state.withLockedValue { $0.held.count } }
+
+    func write(_ messages: [StoredMessage]) async throws {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let hold = state.withLockedValue { s -> Bool in
+                if s.holding { s.held.append(c) }
+                return s.holding
+            }
+            if !hold { c.resume() }
+        }
+        try state.withLockedValue { s in
+            if s.failures > 0 {
+                s.failures -= 1
+                throw StoreTestError()
+            }
+            s.batches.append(messages)
+        }
+    }
+    func migrate() async throws {}
+    func history(route: String, before: String?, limit: Int) async throws -> HistoryPage { HistoryPage(messages: [], more: false) }
+    func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] { [] }
+    func markRead(user: String, route: String, id: String) async throws -> String { id }
+    func prune(before cutoff: Int64) async throws -> Int { 0 }
+    func ping() async throws {}
+    func close() async {}
+}
+
+struct StoreTestError: Error {}
+
+/// Waits (bounded) until `condition` holds; the writer works on tasks of its own.
+func eventually(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<500 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+@Suite("Store writer")
+struct StoreWriterTests {
+    static func writer(_ store: FakeStore, batchSize: Int = 100) async throws -> (StoreWriter, FakeChannel, String) {
+        var settings = StoreSettings()
+        settings.batchSize = batchSize
+        let channel = FakeChannel("store")
+        let writer = StoreWriter(store: store, settings: settings, channel: channel, channels: FakeChannels(), exchange: "chat",
+                                 metrics: StoreMetrics(), logger: Logger(label: "test"))
+        try await writer.start()
+        return (writer, channel, channel.consumerTags[0])
+    }
+
+    static func acks(_ channel: FakeChannel) -> [String] { channel.calls.filter { $0.hasPrefix("ack") } }
+
+    @Test func acksOnlyAfterCommitAndOnceABatch() async throws {
+        let store = FakeStore()
+        store.hold(true)
+        let (_, channel, consumer) = try await Self.writer(store)
+        for n in 1...3 { channel.deliver(to: consumer, routingKey: "alice.bob", body: "m\(n)") }
+        #expect(await eventually { store.heldWrites == 1 })
+        #expect(Self.acks(channel).isEmpty, "nothing acked before its transaction committed")
+        store.release()
+        #expect(await eventually { store.heldWrites == 1 }, "what came meanwhile is the next batch")
+        #expect(Self.acks(channel) == ["ack 1+"])
+        store.release()
+        #expect(await eventually { Self.acks(channel) == ["ack 1+", "ack 3+"] }, "one multiple ack for the batch of two")
+        #expect(store.batches.map { $0.map(\.route) } == [["alice.bob"], ["alice.bob", "alice.bob"]])
+    }
+
+    @Test func transientAndSkippedMessagesAreAckedWithoutAWrite() async throws {
+        let store = FakeStore()
+        let (_, channel, consumer) = try await Self.writer(store)
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "typing…",
+                        properties: BasicProperties(contentType: "text/plain", expiration: "0"))
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "…",
+                        properties: BasicProperties(contentType: "text/plain", type: "typing"))
+        #expect(Self.acks(channel) == ["ack 1", "ack 2"])
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "kept")
+        #expect(await eventually { Self.acks(channel).count == 3 })
+        #expect(store.batches.flatMap { $0 }.count == 1)
+    }
+
+    @Test func aFailedWriteIsRetriedAndAckedOnlyWhenItCommits() async throws {
+        let store = FakeStore()
+        store.fail(next: 2)
+        let (_, channel, consumer) = try await Self.writer(store)
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "m1", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e")
+        #expect(await eventually { store.batches.count == 1 }, "written after two failures")
+        #expect(await eventually { Self.acks(channel) == ["ack 1+"] })
+        #expect(store.batches[0][0].id == "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e", "the message's own id keys its row")
+    }
+
+    @Test func newestTagPerConnectionEpoch() {
+        let m = StoredMessage(id: "x", route: "a.b", sender: "a", type: "text", ts: 0, envelope: "{}")
+        let items = [(1, 4), (1, 6), (2, 1), (2, 3), (1, 5)].map { StoreWriter.Item(message: m, tag: DeliveryTag(epoch: $0.0, value: $0.1)) }
+        #expect(StoreWriter.newestTags(items) == [DeliveryTag(epoch: 1, value: 6), DeliveryTag(epoch: 2, value: 3)])
+    }
+}
