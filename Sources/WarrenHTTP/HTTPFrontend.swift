@@ -28,6 +28,7 @@ public enum HTTPFrontend {
         let polls = PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions)
         polls.register(on: router)
         StoreRoutes(link: link, support: polls.support).register(on: router)
+        PresenceRoutes(link: link, support: polls.support).register(on: router)
         router.get("healthz") { _, _ in "ok\n" }
         router.get("metrics") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -48,7 +48,12 @@ struct PollRoutes: Sendable {
         for item in list {
             guard let pattern = item["pattern"]?.stringValue else { throw ProtocolError(.badFrame, "each subscription needs a pattern", ref: nil) }
             let id = item["id"]?.stringValue ?? pattern
-            subscriptions.append(PollSubscription(id: id, pattern: pattern, mode: item["mode"]?.stringValue ?? "live"))
+            var presence: Bool?
+            if let p = item["presence"], p != .null {
+                guard case .bool(let b) = p else { throw ProtocolError(.badFrame, "presence must be true or false", ref: id) }
+                presence = b ? true : nil
+            }
+            subscriptions.append(PollSubscription(id: id, pattern: pattern, mode: item["mode"]?.stringValue ?? "live", presence: presence))
         }
         var device = identity.device
         if let d = json["device"]?.stringValue {

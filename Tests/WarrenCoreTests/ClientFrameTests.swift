@@ -59,6 +59,17 @@ import Testing
         expectError(##"{"op":"ack"}"##, .badFrame)
     }
 
+    @Test func presenceOps() throws {
+        #expect(try parse(#"{"op":"sub","id":"s1","pattern":"room.lobby","presence":true}"#)
+            == .sub(id: "s1", pattern: try TopicPattern("room.lobby"), mode: .live, presence: true))
+        #expect(try parse(#"{"op":"presence","id":"p1","route":"room.lobby"}"#) == .presence(id: "p1", route: "room.lobby"))
+        expectError(#"{"op":"sub","id":"s2","pattern":"room.*","presence":true}"#, .badFrame, ref: "s2")
+        expectError(##"{"op":"sub","id":"s3","pattern":"#.alice.#","presence":true}"##, .badFrame, ref: "s3")
+        expectError(#"{"op":"sub","id":"s4","pattern":"alice.bob","mode":"inbox","presence":true}"#, .badFrame, ref: "s4")
+        expectError(#"{"op":"sub","id":"s5","pattern":"room.x","presence":"yes"}"#, .badFrame, ref: "s5")
+        expectError(#"{"op":"presence","id":"p2"}"#, .badFrame, ref: "p2")
+    }
+
     @Test func storeOps() throws {
         #expect(try parse(#"{"op":"history","id":"h1","route":"alice.bob","before":"x","limit":20}"#)
             == .history(id: "h1", route: "alice.bob", before: "x", limit: 20))

@@ -43,6 +43,8 @@ public final class BridgeRuntime: Sendable {
     public let users: UserLimiter
     /// History, conversations and read markers; nil when `store.enabled = false`.
     public let conversations: Conversations?
+    /// Presence across nodes; nil when `presence.enabled = false`.
+    public let presence: Presence?
     let logger: Logger
     private let slowConsumers = NIOLockedValueBox(0)
 
@@ -56,9 +58,10 @@ public final class BridgeRuntime: Sendable {
 
     public init(channels: any ChannelSource, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
                 inbox: InboxSettings, policy: AccessPolicy, metrics: WarrenMetrics, conversations: Conversations? = nil,
-                logger: Logger) {
+                presence: Presence? = nil, logger: Logger) {
         self.metrics = metrics
         self.conversations = conversations
+        self.presence = presence
         self.channels = channels
         self.publisher = publisher
         self.hub = hub
@@ -89,6 +92,17 @@ public final class BridgeRuntime: Sendable {
     public func store() throws(ProtocolError) -> Conversations {
         guard let conversations else { throw ProtocolError(.unavailable, "the conversation store is off (store.enabled = false)", ref: nil) }
         return conversations
+    }
+
+    /// The users present on `route` on every node: allowed when the user may subscribe to it.
+    public func presentUsers(route text: String, rules: AccessRules) throws(ProtocolError) -> [String] {
+        guard let presence else { throw ProtocolError(.unavailable, "presence is off (presence.enabled = false)", ref: nil) }
+        let route: RouteKey
+        do { route = try RouteKey(text) } catch { throw ProtocolError(.badRoute, error.description, ref: nil) }
+        guard let pattern = try? TopicPattern(route.value), rules.canSubscribe(pattern) else {
+            throw ProtocolError(.forbidden, "not allowed to read \(route.value)", ref: nil)
+        }
+        return presence.users(route: route.value)
     }
 
     /// Moves a user's read marker (DESIGN §10) and, when it moved, publishes the transient `read`
@@ -133,12 +147,23 @@ public final class BridgeRuntime: Sendable {
             try await writer.start()
             conversations.attach(writer)
         }
-        return BridgeRuntime(channels: pool,
-                             publisher: Publisher(channel: publishChannel, exchange: configuration.amqp.exchange, metrics: metrics,
-                                                  logger: logger, blockedReason: { primary.blockedReason }),
+        let publisher = Publisher(channel: publishChannel, exchange: configuration.amqp.exchange, metrics: metrics,
+                                  logger: logger, blockedReason: { primary.blockedReason })
+        var presence: Presence?
+        if configuration.presence.enabled {
+            // A channel of the node's own: its presence queue is exclusive to this connection.
+            let channel = try await primary.openChannel()
+            let exchange = PresenceSettings.exchange(for: configuration.amqp.exchange)
+            // Presence is held by live nodes only: the exchange goes with the last of them.
+            try await channel.exchangeDeclare(exchange, type: "fanout", durable: false, autoDelete: true)
+            presence = Presence(node: nodeID, settings: configuration.presence, exchange: exchange, channel: channel,
+                                publisher: publisher, metrics: metrics, logger: logger)
+            try await presence?.start()
+        }
+        return BridgeRuntime(channels: pool, publisher: publisher,
                              hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
                              inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, conversations: conversations,
-                             logger: logger)
+                             presence: presence, logger: logger)
     }
 
     /// A user's inbox, declared; it consumes once the session starts it.

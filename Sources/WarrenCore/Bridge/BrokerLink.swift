@@ -147,7 +147,9 @@ public final class BrokerLink: Service, Sendable {
             }
         } onGracefulShutdown: { [self] in
             startDraining()
-            // Sockets and polls have been closed by the drain; closing the links requeues anything left.
+            // Sockets and polls have been closed by the drain (their users' presence leaves are
+            // out); the other nodes forget this one at once. Closing the links requeues anything left.
+            runtime.presence?.stop()
             Task { for c in connections { await c.close() } }
         }
         for c in connections { await c.close() }

@@ -18,6 +18,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     struct Subscription: Sendable {
         var pattern: TopicPattern
         var mode: SubscriptionMode
+        var presence = false
     }
 
     struct State: Sendable {
@@ -64,9 +65,9 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         switch parsed {
         case .ping:
             send(ServerFrame.pong)
-        case .sub(let id, let pattern, let mode):
+        case .sub(let id, let pattern, let mode, let presence):
             do {
-                try await subscribe(id: id, pattern: pattern, mode: mode)
+                try await subscribe(id: id, pattern: pattern, mode: mode, presence: presence)
                 send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode))
             } catch {
                 fail(error)
@@ -90,6 +91,13 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             do {
                 let list = try await runtime.store().list(user: user, rules: rules)
                 send(StoreAnswer.conversationsFrame(ref: ref, list: list))
+            } catch {
+                fail(error.answering(ref))
+            }
+        case .presence(let ref, let route):
+            do {
+                let users = try runtime.presentUsers(route: route, rules: rules)
+                send(ServerFrame.presence(ref: ref, route: route, users: users))
             } catch {
                 fail(error.answering(ref))
             }
@@ -154,7 +162,11 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// Adds a subscription: checked against the limits and the user's rules, in effect (binding
     /// and consumer in place) when this returns. The WebSocket answers `subscribed` then; a poll
     /// session answers its `201`.
-    public func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode) async throws(ProtocolError) {
+    public func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false) async throws(ProtocolError) {
+        if presence {
+            try ClientFrame.checkPresence(pattern, mode: mode, ref: id)
+            guard runtime.presence != nil else { throw ProtocolError(.unavailable, "presence is off (presence.enabled = false)", ref: id) }
+        }
         let refusal: ProtocolError? = state.withLockedValue { s in
             if s.subscriptions[id] != nil { return ProtocolError(.conflict, "subscription id already in use", ref: id) }
             if s.subscriptions.count >= runtime.limits.maxSubscriptions {
@@ -168,7 +180,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             throw ProtocolError(.forbidden, "not allowed to subscribe to \(pattern.value)", ref: id)
         }
         // Reserve the id while the binding is made.
-        state.withLockedValue { $0.subscriptions[id] = Subscription(pattern: pattern, mode: mode) }
+        state.withLockedValue { $0.subscriptions[id] = Subscription(pattern: pattern, mode: mode, presence: presence) }
         do {
             switch mode {
             case .live:
@@ -184,6 +196,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             throw ProtocolError(.unavailable, "the broker could not set up the subscription", ref: id)
         }
         runtime.metrics.subscriptionAdded(mode)
+        if presence { runtime.presence?.joined(route: pattern.value, user: user, via: via) }
     }
 
     private func ensureInbox() async throws -> InboxConsumer {
@@ -208,6 +221,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     private func remove(id: String, _ sub: Subscription) async {
         runtime.metrics.subscriptionRemoved(sub.mode)
+        if sub.presence { runtime.presence?.left(route: sub.pattern.value, user: user, via: via) }
         switch sub.mode {
         case .live:
             await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
@@ -352,6 +366,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         }
         for (id, sub) in subs {
             runtime.metrics.subscriptionRemoved(sub.mode)
+            if sub.presence { runtime.presence?.left(route: sub.pattern.value, user: user, via: via) }
             if sub.mode == .live {
                 await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
             }

@@ -97,6 +97,7 @@ public struct BridgeConfiguration: Sendable {
     public var limits = BridgeLimits()
     public var poll = PollSettings()
     public var store = StoreSettings()
+    public var presence = PresenceSettings()
     /// Serve the demo page at `/`.
     public var demo = true
     /// Seconds the drain after SIGTERM may take before the process exits anyway.
@@ -313,8 +314,11 @@ public struct BridgeConfiguration: Sendable {
         config.store.maxPage = try source.int("store", "max_page", default: config.store.maxPage, range: 1...10_000)
         config.store.batchSize = try source.int("store", "batch_size", default: config.store.batchSize, range: 1...10_000)
 
+        config.presence.enabled = try source.bool("presence", "enabled", default: config.presence.enabled)
+        config.presence.timeoutSeconds = try source.int("presence", "timeout", default: config.presence.timeoutSeconds, range: 3...3600)
+
         if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
-                                                            "inbox", "limits", "poll", "store", "shutdown"]).first { throw unknown }
+                                                            "inbox", "limits", "poll", "store", "presence", "shutdown"]).first { throw unknown }
         return config
     }
 }
@@ -379,6 +383,7 @@ extension BridgeConfiguration {
                   "patterns = \(list(store.patterns))", "skip_types = \(list(store.skipTypes))",
                   "uncounted_types = \(list(store.uncountedTypes))", "max_age = \(q(DurationText.text(store.maxAgeSeconds)))",
                   "max_page = \(store.maxPage)", "batch_size = \(store.batchSize)", ""]
+        lines += ["[presence]", "enabled = \(presence.enabled)", "timeout = \(presence.timeoutSeconds)", ""]
         lines += ["[shutdown]", "grace = \(shutdownGrace)", ""]
         lines += ["[log]", "level = \(q(log.level.rawValue))", "format = \(q(log.json ? "json" : "text"))", ""]
         lines += ["[node]", "id = \(q(nodeID))"]

@@ -48,6 +48,8 @@ public final class WarrenMetrics: Sendable {
     private let confirmLatency: [CoreMetrics.Timer]
     private let connectionGauges: [CoreMetrics.Gauge]    // [frontend]
     private let subscriptionGauges: [CoreMetrics.Gauge]  // [mode]
+    private let presenceGauges: [CoreMetrics.Gauge]      // [class]
+    private let presenceCounts: [ManagedAtomic<Int>]
     private let amqpUpGauge: CoreMetrics.Gauge
     private let reconnectCounter: CoreMetrics.Counter
     private let limitHits: [CoreMetrics.Counter]         // [frontend][reason]
@@ -92,6 +94,8 @@ public final class WarrenMetrics: Sendable {
         self.deliveryLatency = classes.map { CoreMetrics.Timer(label: "warren_delivery_latency_seconds", dimensions: [("route", $0)]) }
         self.confirmLatency = classes.map { CoreMetrics.Timer(label: "warren_publish_confirm_seconds", dimensions: [("route", $0)]) }
         self.connectionGauges = Frontend.allCases.map { CoreMetrics.Gauge(label: "warren_connections", dimensions: [("frontend", $0.label)]) }
+        self.presenceGauges = classes.map { CoreMetrics.Gauge(label: "warren_presence_users", dimensions: [("route", $0)]) }
+        self.presenceCounts = classes.map { _ in ManagedAtomic(0) }
         self.subscriptionGauges = SubscriptionMode.allCases.map {
             CoreMetrics.Gauge(label: "warren_subscriptions", dimensions: [("mode", $0.rawValue)])
         }
@@ -114,6 +118,7 @@ public final class WarrenMetrics: Sendable {
         // Every series exists from the start (at zero), so dashboards and alerts see it.
         for g in connectionGauges { g.record(0) }
         for g in subscriptionGauges { g.record(0) }
+        for g in presenceGauges { g.record(0) }
         amqpUpGauge.record(0)
         reconnectCounter.increment(by: 0)
         for c in messages + bytes + drops + limitHits { c.increment(by: 0) }
@@ -198,6 +203,21 @@ public final class WarrenMetrics: Sendable {
 
     public func connectionClosed(_ frontend: Frontend) {
         connectionGauges[frontend.rawValue].record(connectionCounts[frontend.rawValue].wrappingDecrementThenLoad(ordering: .relaxed))
+    }
+
+    /// Users present (a user counted once per route), from every route present anywhere in the cluster.
+    public func presence(_ routes: [String]) {
+        var counts = [Int](repeating: 0, count: presenceGauges.count)
+        for route in routes { counts[classIndex(route)] += 1 }
+        for (i, n) in counts.enumerated() {
+            presenceCounts[i].store(n, ordering: .relaxed)
+            presenceGauges[i].record(n)
+        }
+    }
+
+    /// Present users per route class, as last recorded.
+    public var presenceByClass: [(route: String, users: Int)] {
+        zip(classes, presenceCounts).map { ($0, $1.load(ordering: .relaxed)) }
     }
 
     public func subscriptionAdded(_ mode: SubscriptionMode, count: Int = 1) {

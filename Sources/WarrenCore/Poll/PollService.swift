@@ -225,7 +225,9 @@ public final class PollService: Sendable {
                                    logger: logger)
         let session = PollSession(descriptor: d, token: token, client: client, output: output, now: WallClock.milliseconds())
         do {
-            for (id, pattern, mode) in parsed { try await client.subscribe(id: id, pattern: pattern, mode: mode) }
+            for (id, pattern, mode, presence) in parsed {
+                try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence)
+            }
         } catch {
             await client.end()
             throw error
@@ -283,7 +285,7 @@ public final class PollService: Sendable {
 
     /// The subscriptions, parsed and checked against the user's rules.
     private func validate(_ subscriptions: [PollSubscription], rules: AccessRules)
-        throws(ProtocolError) -> [(String, TopicPattern, SubscriptionMode)]
+        throws(ProtocolError) -> [(String, TopicPattern, SubscriptionMode, Bool)]
     {
         guard !subscriptions.isEmpty else { throw ProtocolError(.badFrame, "subscriptions must not be empty", ref: nil) }
         guard subscriptions.count <= runtime.limits.maxSubscriptions else {
@@ -291,7 +293,7 @@ public final class PollService: Sendable {
             throw ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per session", ref: nil)
         }
         var seen = Set<String>()
-        var parsed: [(String, TopicPattern, SubscriptionMode)] = []
+        var parsed: [(String, TopicPattern, SubscriptionMode, Bool)] = []
         for s in subscriptions {
             guard !s.id.isEmpty, s.id.utf8.count <= 64 else { throw ProtocolError(.badFrame, "subscription ids are 1-64 bytes", ref: s.id) }
             guard seen.insert(s.id).inserted else { throw ProtocolError(.conflict, "duplicate subscription id", ref: s.id) }
@@ -299,7 +301,8 @@ public final class PollService: Sendable {
             let pattern: TopicPattern
             do { pattern = try TopicPattern(s.pattern) } catch { throw ProtocolError(.badRoute, error.description, ref: s.id) }
             guard rules.canSubscribe(pattern) else { throw ProtocolError(.forbidden, "not allowed to subscribe to \(s.pattern)", ref: s.id) }
-            parsed.append((s.id, pattern, mode))
+            if s.presence == true { try ClientFrame.checkPresence(pattern, mode: mode, ref: s.id) }
+            parsed.append((s.id, pattern, mode, s.presence == true))
         }
         return parsed
     }

@@ -63,7 +63,8 @@ public struct PublishRequest: Sendable, Equatable {
 
 /// A frame from a WebSocket client (DESIGN §4).
 public enum ClientFrame: Sendable, Equatable {
-    case sub(id: String, pattern: TopicPattern, mode: SubscriptionMode)
+    /// `presence`: announce the user on the route (DESIGN §11; live, concrete routes only).
+    case sub(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false)
     case unsub(id: String)
     case pub(PublishRequest)
     case ack(ids: [String])
@@ -73,6 +74,8 @@ public enum ClientFrame: Sendable, Equatable {
     case conversations(id: String)
     /// Moves the read marker on `route` to the envelope `id`.
     case read(route: String, id: String)
+    /// Who is present on a route, on every node (DESIGN §11).
+    case presence(id: String, route: String)
 
     /// Parses one text frame. Errors carry the code and the `ref` of DESIGN §4.
     public static func parse(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> ClientFrame {
@@ -97,7 +100,13 @@ public enum ClientFrame: Sendable, Equatable {
                 }
                 mode = parsed
             }
-            return .sub(id: id, pattern: pattern, mode: mode)
+            var presence = false
+            if let p = json["presence"], p != .null {
+                guard case .bool(let b) = p else { throw ProtocolError(.badFrame, "presence must be true or false", ref: id) }
+                presence = b
+            }
+            if presence { try Self.checkPresence(pattern, mode: mode, ref: id) }
+            return .sub(id: id, pattern: pattern, mode: mode, presence: presence)
         case "unsub":
             return .unsub(id: try requiredID(json, "id"))
         case "pub":
@@ -127,6 +136,10 @@ public enum ClientFrame: Sendable, Equatable {
                 limit = Int(clamping: n)
             }
             return .history(id: id, route: route, before: before, limit: limit)
+        case "presence":
+            let id = try requiredID(json, "id")
+            guard let route = json["route"]?.stringValue else { throw ProtocolError(.badFrame, "presence needs a route", ref: id) }
+            return .presence(id: id, route: route)
         case "conversations":
             return .conversations(id: try requiredID(json, "id"))
         case "read":
@@ -135,6 +148,14 @@ public enum ClientFrame: Sendable, Equatable {
             return .read(route: route, id: id)
         default:
             throw ProtocolError(.badFrame, "unknown op '\(op.prefix(32))'", ref: nil)
+        }
+    }
+
+    /// Presence is for a live subscription to one concrete route (no `*` or `#`).
+    public static func checkPresence(_ pattern: TopicPattern, mode: SubscriptionMode, ref: String?) throws(ProtocolError) {
+        guard mode == .live else { throw ProtocolError(.badFrame, "presence is for live subscriptions", ref: ref) }
+        guard (try? RouteKey(pattern.value)) != nil else {
+            throw ProtocolError(.badFrame, "presence needs a concrete route (no * or #)", ref: ref)
         }
     }
 

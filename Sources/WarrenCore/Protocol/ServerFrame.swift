@@ -60,6 +60,35 @@ public enum ServerFrame {
         return w.bytes
     }
 
+    /// `{"op":"presence","id":…,"route":…,"users":[…]}`
+    public static func presence(ref: String, route: String, users: [String]) -> [UInt8] {
+        var w = JSONWriter(capacity: 64 + users.count * 16)
+        w.raw("{\"op\":\"presence\",\"id\":")
+        w.string(ref)
+        w.raw(",")
+        presenceMembers(&w, route: route, users: users)
+        return w.bytes
+    }
+
+    /// `{"route":…,"users":[…]}` (`GET /v1/presence`).
+    public static func presenceBody(route: String, users: [String]) -> [UInt8] {
+        var w = JSONWriter(capacity: 64 + users.count * 16)
+        w.raw("{")
+        presenceMembers(&w, route: route, users: users)
+        return w.bytes
+    }
+
+    private static func presenceMembers(_ w: inout JSONWriter, route: String, users: [String]) {
+        w.raw("\"route\":")
+        w.string(route)
+        w.raw(",\"users\":[")
+        for (k, u) in users.enumerated() {
+            if k > 0 { w.raw(",") }
+            w.string(u)
+        }
+        w.raw("]}")
+    }
+
     public static let pong: [UInt8] = Array(#"{"op":"pong"}"#.utf8)
 
     /// `{"op":"msg","sub":…,"env":…}` around already-encoded envelope bytes (never re-encoded).

@@ -1,0 +1,161 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Presence across every node (DESIGN §11), gathered through RabbitMQ and nothing else.
+///
+/// Each node binds an exclusive queue of its own to the fanout exchange
+/// `<amqp.exchange>.presence`, announces every change of its own presence there at once, and
+/// its whole state every third of `presence.timeout`; what it hears goes into its
+/// ``PresenceBook``, which answers queries and decides which join and leave envelopes are due.
+/// A node not heard from within the timeout is forgotten (its users leave); a draining node
+/// says goodbye after its users' leaves.
+public final class Presence: AMQPDeliverySink, Sendable {
+    let node: String
+    let settings: PresenceSettings
+    let exchange: String
+    let channel: any BrokerChannel
+    let publisher: Publisher
+    let metrics: WarrenMetrics
+    let logger: Logger
+    private let book: NIOLockedValueBox<PresenceBook>
+    private let ticker = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    private let badMessages = NIOLockedValueBox(0)
+
+    /// `channel` is this node's own (its queue is exclusive to the connection it is on).
+    init(node: String, settings: PresenceSettings, exchange: String, channel: any BrokerChannel, publisher: Publisher,
+         metrics: WarrenMetrics, logger: Logger) {
+        self.node = node
+        self.settings = settings
+        self.exchange = exchange
+        self.channel = channel
+        self.publisher = publisher
+        self.metrics = metrics
+        self.logger = logger
+        self.book = NIOLockedValueBox(PresenceBook(node: node))
+    }
+
+    var timeoutMilliseconds: Int64 { Int64(settings.timeoutSeconds) * 1000 }
+
+    /// Binds this node's queue, starts hearing the others, announces itself, and starts the
+    /// periodic announcements and expiry.
+    func start() async throws {
+        let queue = "warren.presence.\(node)"
+        try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],
+                                       recordForRecovery: true)
+        try await channel.queueBind(queue: queue, exchange: exchange, routingKey: "", arguments: [:], recordForRecovery: true)
+        try await channel.consume(queue: queue, consumerTag: nil, noAck: true, exclusive: true, arguments: [:], sink: self)
+        announce(.state(node: node, entries: []))
+        let interval = max(1, settings.timeoutSeconds / 3)
+        ticker.withLockedValue { $0 = Task { [weak self] in
+            var second = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let self else { return }
+                second += 1
+                self.expire()
+                if second % interval == 0 { self.announceState() }
+            }
+        } }
+    }
+
+    /// The node drains: its users' leaves have been published as their sessions ended; the
+    /// others forget it at once.
+    public func stop() {
+        ticker.withLockedValue { $0?.cancel() }
+        announce(.goodbye(node: node))
+    }
+
+    // MARK: local sessions
+
+    public func joined(route: String, user: String, via: Via) {
+        let entry = PresenceEntry(route: route, user: user)
+        apply(book.withLockedValue { $0.localJoined(entry) }, entry, present: true, via: via)
+    }
+
+    public func left(route: String, user: String, via: Via) {
+        let entry = PresenceEntry(route: route, user: user)
+        apply(book.withLockedValue { $0.localLeft(entry) }, entry, present: false, via: via)
+    }
+
+    /// The users present on `route` on every node.
+    public func users(route: String) -> [String] { book.withLockedValue { $0.users(route: route) } }
+
+    /// (route, user) pairs present anywhere, by route class: the `warren_presence_users` gauge.
+    func recordCounts() {
+        let entries = book.withLockedValue { $0.allEntries }
+        metrics.presence(entries.map(\.route))
+    }
+
+    private func apply(_ outcome: PresenceBook.Outcome, _ entry: PresenceEntry, present: Bool, via: Via) {
+        guard outcome.announce else { return }
+        announce(.change(node: node, entry: entry, present: present))
+        if let change = outcome.publish { publish(change, via: via) }
+        recordCounts()
+    }
+
+    /// The transient `presence` envelope, from the user, on the route.
+    private func publish(_ change: PresenceBook.Change, via: Via) {
+        let (entry, state): (PresenceEntry, String)
+        switch change {
+        case .join(let e): (entry, state) = (e, "join")
+        case .leave(let e): (entry, state) = (e, "leave")
+        }
+        guard let route = try? RouteKey(entry.route) else { return }
+        let request = PublishRequest(routes: [route], multicast: false, type: "presence",
+                                     body: .object([(key: "user", value: .string(entry.user)), (key: "state", value: .string(state))]),
+                                     cid: nil, transient: true, headers: [])
+        do {
+            _ = try publisher.submit(request, from: entry.user, via: via, maxMessageBytes: 65_536)
+        } catch {
+            logger.warning("could not publish a presence change", metadata: ["route": "\(entry.route)", "error": "\(error)"])
+        }
+    }
+
+    private func announce(_ message: PresenceAnnouncement) {
+        _ = try? channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: exchange, routingKey: "", mandatory: false,
+                                      properties: BasicProperties(contentType: "application/json", deliveryMode: 1), timeout: nil)
+    }
+
+    private func announceState() {
+        announce(.state(node: node, entries: book.withLockedValue { $0.localEntries }))
+        recordCounts()
+    }
+
+    private func expire() {
+        let leaves = book.withLockedValue { $0.expire(now: WallClock.milliseconds(), timeout: timeoutMilliseconds) }
+        guard !leaves.isEmpty else { return }
+        logger.info("a node went quiet; its users left", metadata: ["leaves": "\(leaves.count)"])
+        // The vanished node's door is unknown: these leaves are Warren's own, marked `amqp`.
+        for change in leaves { publish(change, via: .amqp) }
+        recordCounts()
+    }
+
+    // MARK: other nodes (on the broker's event loop)
+
+    public func deliver(_ message: AMQPMessage) {
+        guard let announcement = PresenceAnnouncement.decode(message.body.readableBytesView) else {
+            let n = badMessages.withLockedValue { b -> Int in
+                b += 1
+                return b
+            }
+            if n == 1 || n % 1000 == 0 {
+                logger.warning("ignoring a malformed presence message", metadata: ["exchange": "\(exchange)", "count": "\(n)"])
+            }
+            return
+        }
+        let now = WallClock.milliseconds()
+        book.withLockedValue { book in
+            switch announcement {
+            case .state(let other, let entries): book.received(state: entries, from: other, at: now)
+            case .change(let other, let entry, let present): book.received(entry, present: present, from: other, at: now)
+            case .goodbye(let other): book.receivedGoodbye(from: other)
+            }
+        }
+    }
+
+    public func finish(_ error: AMQPError?) {
+        if let error { logger.error("the presence consumer ended", metadata: ["error": "\(error)"]) }
+    }
+}

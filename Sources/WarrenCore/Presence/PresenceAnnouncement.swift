@@ -1,0 +1,72 @@
+/// What nodes tell each other about presence, on the fanout exchange `<amqp.exchange>.presence`
+/// (JSON): a node's whole state (periodically), one change, or goodbye (drained).
+public enum PresenceAnnouncement: Sendable, Equatable {
+    case state(node: String, entries: Set<PresenceEntry>)
+    case change(node: String, entry: PresenceEntry, present: Bool)
+    case goodbye(node: String)
+
+    /// More entries than this in one state message is not believed.
+    public static let maxEntries = 1_000_000
+
+    public var node: String {
+        switch self {
+        case .state(let n, _), .change(let n, _, _), .goodbye(let n): return n
+        }
+    }
+
+    public func encoded() -> [UInt8] {
+        var w = JSONWriter(capacity: 128)
+        w.raw("{\"node\":")
+        w.string(node)
+        switch self {
+        case .state(_, let entries):
+            w.raw(",\"kind\":\"state\",\"entries\":[")
+            for (k, e) in entries.sorted().enumerated() {
+                if k > 0 { w.raw(",") }
+                w.raw("[")
+                w.string(e.route)
+                w.raw(",")
+                w.string(e.user)
+                w.raw("]")
+            }
+            w.raw("]}")
+        case .change(_, let e, let present):
+            w.raw(present ? ",\"kind\":\"join\",\"route\":" : ",\"kind\":\"leave\",\"route\":")
+            w.string(e.route)
+            w.raw(",\"user\":")
+            w.string(e.user)
+            w.raw("}")
+        case .goodbye:
+            w.raw(",\"kind\":\"bye\"}")
+        }
+        return w.bytes
+    }
+
+    /// Parses and validates a message from the exchange (routes and users must be what Warren
+    /// itself would announce); nil for anything else.
+    public static func decode(_ bytes: some Collection<UInt8>) -> PresenceAnnouncement? {
+        guard let json = try? JSONParser.parse(bytes), let node = json["node"]?.stringValue, RouteKey.isValidWord(node),
+              let kind = json["kind"]?.stringValue else { return nil }
+        func entry(_ route: JSONValue?, _ user: JSONValue?) -> PresenceEntry? {
+            guard let r = route?.stringValue, (try? RouteKey(r)) != nil, let u = user?.stringValue, RouteKey.isValidWord(u) else { return nil }
+            return PresenceEntry(route: r, user: u)
+        }
+        switch kind {
+        case "state":
+            guard case .array(let items)? = json["entries"], items.count <= maxEntries else { return nil }
+            var entries = Set<PresenceEntry>()
+            for item in items {
+                guard case .array(let pair) = item, pair.count == 2, let e = entry(pair[0], pair[1]) else { return nil }
+                entries.insert(e)
+            }
+            return .state(node: node, entries: entries)
+        case "join", "leave":
+            guard let e = entry(json["route"], json["user"]) else { return nil }
+            return .change(node: node, entry: e, present: kind == "join")
+        case "bye":
+            return .goodbye(node: node)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,103 @@
+/// Who is present where, as this node knows it (DESIGN §11): a pure value, events in,
+/// what to publish out; no I/O and no clock of its own (times are handed in).
+///
+/// Local presence is counted per user and route (a user may hold several presence
+/// subscriptions on one node); other nodes' presence is the last state each announced,
+/// updated by their deltas, and forgotten when a node has not been heard from within the
+/// timeout. A join or leave envelope is due when an entry appears or disappears cluster-wide:
+/// the node where it changed publishes it; for a node that vanished, the live node with the
+/// smallest id publishes its leaves.
+public struct PresenceBook: Sendable {
+    public let node: String
+    public private(set) var local: [PresenceEntry: Int] = [:]
+    /// Other nodes: what each has announced, and when it was last heard from (ms).
+    public private(set) var remote: [String: (entries: Set<PresenceEntry>, seen: Int64)] = [:]
+
+    public init(node: String) { self.node = node }
+
+    /// A presence envelope to publish.
+    public enum Change: Sendable, Equatable {
+        case join(PresenceEntry)
+        case leave(PresenceEntry)
+    }
+
+    /// What a local change asks for: an announcement to the other nodes, and maybe an envelope.
+    public struct Outcome: Sendable, Equatable {
+        /// This node's presence for the entry changed (0 → 1 or 1 → 0): tell the other nodes.
+        public var announce: Bool
+        public var publish: Change?
+    }
+
+    /// Whether any other node has the entry.
+    func elsewhere(_ entry: PresenceEntry) -> Bool { remote.values.contains { $0.entries.contains(entry) } }
+
+    public mutating func localJoined(_ entry: PresenceEntry) -> Outcome {
+        let count = local[entry, default: 0]
+        local[entry] = count + 1
+        guard count == 0 else { return Outcome(announce: false, publish: nil) }
+        return Outcome(announce: true, publish: elsewhere(entry) ? nil : .join(entry))
+    }
+
+    public mutating func localLeft(_ entry: PresenceEntry) -> Outcome {
+        guard let count = local[entry] else { return Outcome(announce: false, publish: nil) }
+        if count > 1 {
+            local[entry] = count - 1
+            return Outcome(announce: false, publish: nil)
+        }
+        local[entry] = nil
+        return Outcome(announce: true, publish: elsewhere(entry) ? nil : .leave(entry))
+    }
+
+    /// Everything this node holds (what it announces periodically).
+    public var localEntries: Set<PresenceEntry> { Set(local.keys) }
+
+    /// Another node's whole state.
+    public mutating func received(state entries: Set<PresenceEntry>, from other: String, at now: Int64) {
+        guard other != node else { return }
+        remote[other] = (entries, now)
+    }
+
+    /// Another node's single change.
+    public mutating func received(_ entry: PresenceEntry, present: Bool, from other: String, at now: Int64) {
+        guard other != node else { return }
+        var known = remote[other] ?? ([], now)
+        if present { known.entries.insert(entry) } else { known.entries.remove(entry) }
+        known.seen = now
+        remote[other] = known
+    }
+
+    /// Another node said goodbye (it drained; its users' leaves were published as they left).
+    public mutating func receivedGoodbye(from other: String) {
+        remote[other] = nil
+    }
+
+    /// Forgets nodes not heard from since `now - timeout`; returns the leaves this node must
+    /// publish for them (entries present nowhere else, when this node has the smallest id among
+    /// the nodes still alive).
+    public mutating func expire(now: Int64, timeout: Int64) -> [Change] {
+        let gone = remote.filter { now - $0.value.seen > timeout }
+        guard !gone.isEmpty else { return [] }
+        for name in gone.keys { remote[name] = nil }
+        let responsible = remote.keys.allSatisfy { node < $0 }
+        guard responsible else { return [] }
+        var leaves = Set<PresenceEntry>()
+        for (_, state) in gone {
+            for entry in state.entries where local[entry] == nil && !elsewhere(entry) { leaves.insert(entry) }
+        }
+        return leaves.sorted().map { .leave($0) }
+    }
+
+    /// The users present on `route`, on every node known, sorted.
+    public func users(route: String) -> [String] {
+        var users = Set(local.keys.filter { $0.route == route }.map(\.user))
+        for state in remote.values { for e in state.entries where e.route == route { users.insert(e.user) } }
+        return users.sorted()
+    }
+
+    /// Every entry present anywhere (each once).
+    public var allEntries: Set<PresenceEntry> {
+        var all = localEntries
+        for state in remote.values { all.formUnion(state.entries) }
+        return all
+    }
+}

@@ -1,0 +1,143 @@
+import AMQPClient
+import Foundation
+import Testing
+import WarrenCore
+
+/// Presence across nodes (DESIGN §11): real nodes, real clients through every door.
+@Suite("Presence across nodes", .serialized)
+struct PresenceIntegrationTests {
+    static func presence(_ node: WarrenInstance, user: String, route: String) async throws -> HTTPTestClient.Response {
+        try await HTTPTestClient.request(.GET, port: node.port, "/v1/presence?user=\(user)&route=\(route)")
+    }
+
+    /// Waits (bounded) until the node's presence query for `route` answers `users`.
+    static func awaitUsers(_ node: WarrenInstance, route: String, _ users: [String], asking user: String) async throws -> Bool {
+        for _ in 0..<200 {
+            let r = try await presence(node, user: user, route: route)
+            if r.json?["users"]?.arrayValue?.compactMap(\.stringValue) == users { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// The presence envelopes among `frames` (WebSocket `msg` frames), as "user state".
+    static func changes(_ envs: [JSONValue]) -> [String] {
+        envs.filter { $0["type"]?.stringValue == "presence" }
+            .map { "\($0["body"]?["user"]?.stringValue ?? "?") \($0["body"]?["state"]?.stringValue ?? "?")" }
+    }
+
+    /// Envelopes a socket receives until one whose body is `sentinel`.
+    static func envelopes(_ socket: TestSocket, until sentinel: String) async throws -> [JSONValue] {
+        var envs: [JSONValue] = []
+        while true {
+            let f = try await socket.next(op: "msg")
+            guard let env = f["env"] else { continue }
+            envs.append(env)
+            if env["body"]?.stringValue == sentinel { return envs }
+        }
+    }
+
+    @Test func joinsAndLeavesReachEveryDoorOnceAndANodeThatDiesTakesItsUsersAlong() async throws {
+        let env = ["WARREN_PRESENCE_TIMEOUT": "3"]
+        let a = try await WarrenInstance.start(env)
+        let b = try await WarrenInstance.start(env, exchange: a.exchange)
+        let room = "room.p\(UUID().uuidString.prefix(6).lowercased())"
+        let alice = uniqueUser("alice"), bobName = uniqueUser("bob"), carol = uniqueUser("carol")
+
+        // Watchers through every door: a socket on b, a poller on a, a plain AMQP queue.
+        let bob = try await b.socket(bobName)
+        try await bob.subscribe("w", room)
+        let poller = try await Poller.open(port: a.port, user: carol, subscriptions: #"[{"id":"w","pattern":"\#(room)"}]"#)
+        let observer = try await AMQPObserver.bound(to: a.exchange, pattern: room)
+
+        // Alice joins on a.
+        let a1 = try await a.socket(alice)
+        let subscribed = try await a1.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(subscribed["id"]?.stringValue == "p")
+        let joined = try await bob.next(op: "msg")
+        #expect(joined["env"]?["type"]?.stringValue == "presence")
+        #expect(joined["env"]?["from"]?.stringValue == alice)
+        #expect(joined["env"]?["transient"]?.boolValue == true)
+        #expect(Self.changes([joined["env"] ?? .null]) == ["\(alice) join"])
+        let polled = try await poller.poll(wait: 10)
+        #expect(Self.changes(polled.messages.compactMap { $0["env"] }) == ["\(alice) join"])
+        let viaAMQP = await observer.messages.next(timeout: .seconds(10))
+        #expect(viaAMQP.flatMap { try? JSONParser.parse($0.body.readableBytesView) }.map { Self.changes([$0]) } == ["\(alice) join"])
+
+        // Both nodes answer the same.
+        #expect(try await Self.awaitUsers(a, route: room, [alice], asking: bobName))
+        #expect(try await Self.awaitUsers(b, route: room, [alice], asking: bobName))
+
+        // A second socket of hers on b: no second join.
+        let a2 = try await b.socket(alice)
+        _ = try await a2.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        _ = try await bob.request(#"{"op":"pub","route":"\#(room)","body":"sentinel-1"}"#, expect: "puback")
+        #expect(Self.changes(try await Self.envelopes(bob, until: "sentinel-1")).isEmpty, "her second socket is no second join")
+
+        // Her socket on a closes: she is still on b. Then her last one closes: one leave.
+        _ = await a1.close()
+        #expect(try await Self.awaitUsers(a, route: room, [alice], asking: bobName))
+        _ = await a2.close()
+        #expect(try await Self.awaitUsers(a, route: room, [], asking: bobName))
+        #expect(try await Self.awaitUsers(b, route: room, [], asking: bobName))
+        // Sentinels through both nodes' publishers: whatever either published before is in by then.
+        _ = try await poller.publish(#"{"route":"\#(room)","body":"sentinel-a"}"#)
+        _ = try await bob.request(#"{"op":"pub","route":"\#(room)","body":"sentinel-b"}"#, expect: "puback")
+        var seen = try await Self.envelopes(bob, until: "sentinel-a")
+        if !seen.contains(where: { $0["body"]?.stringValue == "sentinel-b" }) { seen += try await Self.envelopes(bob, until: "sentinel-b") }
+        #expect(Self.changes(seen) == ["\(alice) leave"], "one leave, after her last socket")
+
+        // A node killed with -9: its users leave within presence.timeout.
+        let c = try await WarrenInstance.start(env, exchange: a.exchange)
+        let dave = uniqueUser("dave")
+        let d = try await c.socket(dave)
+        _ = try await d.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        let daveJoined = try await bob.next(op: "msg")
+        #expect(Self.changes([daveJoined["env"] ?? .null]) == ["\(dave) join"])
+        #expect(try await Self.awaitUsers(b, route: room, [dave], asking: bobName))
+        kill(c.process.process.processIdentifier, SIGKILL)
+        _ = await c.process.waitForExit()
+        let daveLeft = try await bob.next(op: "msg", timeout: .seconds(30))
+        #expect(Self.changes([daveLeft["env"] ?? .null]) == ["\(dave) leave"])
+        #expect(try await Self.awaitUsers(a, route: room, [], asking: bobName))
+        #expect(try await Self.awaitUsers(b, route: room, [], asking: bobName), "each node forgets the dead one within a second of the other")
+
+        // Refusals: presence on a pattern, and asking about a route outside one's rights.
+        let wild = try await bob.request(#"{"op":"sub","id":"x","pattern":"room.*","presence":true}"#, expect: "error")
+        #expect(wild["code"]?.stringValue == "bad_frame")
+        let outside = try await Self.presence(a, user: bobName, route: "\(alice).\(carol)")
+        #expect(outside.status == 403)
+        let asked = try await bob.request(#"{"op":"presence","id":"q1","route":"\#(room)"}"#, expect: "presence")
+        #expect(asked["users"]?.arrayValue?.isEmpty == true)
+
+        await observer.close()
+        _ = await bob.close()
+        await b.stop()
+        await a.stop()
+    }
+}
+
+@Suite("Presence of poll sessions", .serialized)
+struct PollPresenceTests {
+    @Test func aPollSessionJoinsAndItsDeleteLeaves() async throws {
+        let node = try await WarrenInstance.start()
+        let room = "room.q\(UUID().uuidString.prefix(6).lowercased())"
+        let watcher = try await node.socket(uniqueUser("bob"))
+        try await watcher.subscribe("w", room)
+        let carol = uniqueUser("carol")
+        let poller = try await Poller.open(port: node.port, user: carol,
+                                           subscriptions: #"[{"id":"p","pattern":"\#(room)","presence":true}]"#)
+        let joined = try await watcher.next(op: "msg")
+        #expect(PresenceIntegrationTests.changes([joined["env"] ?? .null]) == ["\(carol) join"])
+        #expect(try await PresenceIntegrationTests.awaitUsers(node, route: room, [carol], asking: carol))
+        let deleted = try await HTTPTestClient.request(.DELETE, port: node.port, "/v1/poll/\(poller.session)?user=\(carol)")
+        #expect(deleted.status == 204)
+        let left = try await watcher.next(op: "msg")
+        #expect(PresenceIntegrationTests.changes([left["env"] ?? .null]) == ["\(carol) leave"])
+        let wild = try await HTTPTestClient.request(.POST, port: node.port, "/v1/poll?user=\(carol)",
+                                                    body: #"{"subscriptions":[{"id":"p","pattern":"room.#","presence":true}]}"#)
+        #expect(wild.status == 400)
+        _ = await watcher.close()
+        await node.stop()
+    }
+}
