@@ -88,9 +88,19 @@ async def main():
     await b.wait_for("document.getElementById('messages').textContent.includes(\"hello from alice's browser\")")
     await open_and_send(b, alice, "hi alice, bob here")
     await a.wait_for("document.getElementById('messages').textContent.includes('hi alice, bob here')")
-    # A room, live.
-    await open_and_send(a, "room.lobby", "anyone in the lobby?")
+    # A room, live, with presence: bob is there first, alice's arrival is announced to him.
+    lobby = f"room.lobby{suffix}"
+    await b.js(f"document.getElementById('target').value = '{lobby}'; document.getElementById('open').requestSubmit()")
+    await b.wait_for("document.getElementById('online').textContent.includes('%s')" % bob)
+    await open_and_send(a, lobby, "anyone in the lobby?")
     await a.wait_for("document.getElementById('messages').textContent.includes('anyone in the lobby?')")
+    await b.wait_for("document.getElementById('messages').textContent.includes('%s joined')" % alice)
+    await b.wait_for("document.getElementById('online').textContent.includes('%s')" % alice)
+    await a.wait_for("document.getElementById('online').textContent.includes('%s') && "
+                     "document.getElementById('online').textContent.includes('%s')" % (alice, bob))
+    await b.screenshot(f"{SHOTS}/demo-bob-room.png")
+    # Back to the conversation with alice in bob's tab.
+    await b.js("[...document.querySelectorAll('#conversations li')].find(li => li.textContent.includes('%s')).click()" % alice)
     # carol long-polls and talks with alice's socket.
     carol = f"carol{suffix}"
     c = await Tab.open(WARREN + "/")
@@ -129,8 +139,8 @@ async def main():
     await d.wait_for("document.getElementById('route-other').querySelector('table').textContent.includes('delivery latency')")
     await asyncio.sleep(2.5)   # let the charts collect a few seconds of history for the screenshot
     await d.screenshot(f"{SHOTS}/dashboard.png")
-    print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; an unread badge, "
-          f"a read receipt and a second device's history from the store; "
+    print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; who is online in a room, "
+          f"an unread badge, a read receipt and a second device's history from the store; "
           f"the dashboard rendered; screenshots in {SHOTS}/demo-*.png and {SHOTS}/dashboard.png")
 
 

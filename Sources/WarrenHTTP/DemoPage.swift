@@ -44,6 +44,8 @@ enum DemoPage {
       .msg.mine { align-self:flex-end; background:#e8effc; }
       .msg .meta { color:var(--muted); font-size:.78rem; }
       .msg .seen { color:var(--accent); font-size:.75rem; text-align:right; }
+      .notice { align-self:center; color:var(--muted); font-size:.8rem; }
+      #online { color:var(--muted); font-weight:normal; font-size:.85rem; margin-left:.6rem; }
       #more { align-self:center; color:var(--muted); font-size:.8rem; }
       #compose { display:flex; gap:.5rem; padding:.6rem 1rem; border-top:1px solid var(--line); background:var(--panel); }
       #compose input { flex:1; }
@@ -83,7 +85,8 @@ enum DemoPage {
 
     function conversation(route) {
       if (!conversations.has(route)) {
-        conversations.set(route, { messages: [], unread: 0, seen: new Set(), last: "", more: true, loaded: false, readBy: new Map() });
+        conversations.set(route, { messages: [], unread: 0, seen: new Set(), last: "", more: true, loaded: false, readBy: new Map(),
+                                   online: new Set(), notices: [] });
         renderList();
       }
       return conversations.get(route);
@@ -119,7 +122,12 @@ enum DemoPage {
       // The furthest any other participant has read: ids are time-ordered, so compare them as strings.
       let readUpTo = "";
       for (const [user, id] of c.readBy) if (user !== me && id > readUpTo) readUpTo = id;
-      for (const env of c.messages) {
+      // Join / leave lines sit between the messages by time (ids are time-ordered).
+      const items = c.messages.map((env) => ({ key: env.id, env })).concat(c.notices.map((n) => ({ key: n.key, notice: n.text })))
+        .sort((x, y) => (x.key > y.key) - (x.key < y.key));
+      for (const item of items) {
+        if (item.notice) { const n = document.createElement("div"); n.className = "notice"; n.textContent = item.notice; box.append(n); continue; }
+        const env = item.env;
         const div = document.createElement("div");
         div.className = "msg" + (env.from === me ? " mine" : "");
         const meta = document.createElement("div"); meta.className = "meta";
@@ -167,6 +175,22 @@ enum DemoPage {
       } catch (e) { c.more = false; }
       c.loading = false;
     }
+    function renderOnline() {
+      const c = current && conversation(current);
+      const span = $("online");
+      if (!span) return;
+      span.textContent = c && current.startsWith("room.") ? (c.online.size ? "online: " + [...c.online].sort().join(", ") : "nobody online") : "";
+    }
+    async function loadPresence(route) {
+      try {
+        const answer = await api("/v1/presence?route=" + encodeURIComponent(route));
+        // Merged, not replaced: the answer may predate a join envelope already shown (our own, say).
+        const online = conversation(route).online;
+        for (const user of answer.users) online.add(user);
+        if (roomSubs.has(route)) online.add(me);
+        if (route === current) renderOnline();
+      } catch (e) { /* presence off */ }
+    }
     function markRead(route) {
       const c = conversation(route);
       const newest = c.messages[c.messages.length - 1];
@@ -179,9 +203,12 @@ enum DemoPage {
     function select(route) {
       current = route;
       if (route.startsWith("room.") && !roomSubs.has(route) && connected()) {
-        const id = "r" + (++subCounter); roomSubs.set(route, id); send({ op: "sub", id, pattern: route, mode: "live" });
+        const id = "r" + (++subCounter); roomSubs.set(route, id); send({ op: "sub", id, pattern: route, mode: "live", presence: true });
       }
       $("title").textContent = label(route) + "  (" + route + ")";
+      const online = document.createElement("span"); online.id = "online"; $("title").append(online);
+      if (route.startsWith("room.")) loadPresence(route);
+      renderOnline();
       $("text").disabled = $("send").disabled = !connected(); renderList(); renderMessages(); $("text").focus();
       const c = conversation(route);
       (c.loaded ? Promise.resolve() : loadHistory(route, false)).then(() => { if (current === route) markRead(route); });
@@ -210,7 +237,7 @@ enum DemoPage {
       if (poll) { poll.running = false; deleteSession(poll.session); }
       const a = auth();
       const subscriptions = [{ id: "me", pattern: "#." + me + ".#", mode: "inbox" }];
-      for (const [route, id] of roomSubs) subscriptions.push({ id, pattern: route, mode: "live" });
+      for (const [route, id] of roomSubs) subscriptions.push({ id, pattern: route, mode: "live", presence: true });
       const r = await fetch("/v1/poll?" + a.query, { method: "POST", headers: { "Content-Type": "application/json", ...a.headers },
         body: JSON.stringify({ subscriptions, device: $("device").value.trim() || "web" }) });
       const answer = await r.json();
@@ -238,6 +265,14 @@ enum DemoPage {
 
     function receive(env) {
       const c = conversation(env.route);
+      if (env.type === "presence") {             // someone came or went (transient, never kept)
+        const who = env.body && env.body.user, joined = env.body && env.body.state === "join";
+        if (!who) return;
+        if (joined) c.online.add(who); else c.online.delete(who);
+        c.notices.push({ key: env.id, text: who + (joined ? " joined" : " left") });
+        if (env.route === current) { renderMessages(); renderOnline(); }
+        return;
+      }
       if (env.type === "read") {                 // a read marker moved (transient, never kept)
         const who = env.body && env.body.user, id = env.body && env.body.id;
         if (who && id && id > (c.readBy.get(who) || "")) c.readBy.set(who, id);
@@ -285,7 +320,7 @@ enum DemoPage {
       ws.onopen = () => {
         status("connected as " + me); $("connect").textContent = "Disconnect";
         send({ op: "sub", id: "me", pattern: "#." + me + ".#", mode: "inbox" });
-        for (const [route, id] of roomSubs) send({ op: "sub", id, pattern: route, mode: "live" });
+        for (const [route, id] of roomSubs) send({ op: "sub", id, pattern: route, mode: "live", presence: true });
         loadConversations();
         if (current) select(current);
       };
