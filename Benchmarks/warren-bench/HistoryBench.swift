@@ -4,9 +4,6 @@ import Logging
 import WarrenBenchKit
 import WarrenCore
 import WarrenStore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One history measurement: a store of `stored` messages, `requests` pages of 50 fetched one
 /// after another over HTTP from the Warren serving it.
@@ -50,7 +47,7 @@ struct HistoryBench {
                 var target = "/v1/history?user=h\(r)&route=\(Self.route(r))&limit=50"
                 if n % 4 != 0, let ids = samples[r], !ids.isEmpty { target += "&before=\(ids[Int(rng.next() % UInt64(ids.count))])" }
                 let start = BenchClock.now()
-                let (status, body) = Self.get(port: options.warrenPort, target)
+                let (status, body) = LoopbackHTTP.get(port: options.warrenPort, target)
                 let micros = (BenchClock.now() - start) / 1000
                 if status != 200 || !body.contains("\"messages\":[") { errors += 1 } else { histogram.record(micros) }
             }
@@ -97,47 +94,5 @@ struct HistoryBench {
         if !batch.isEmpty { try await store.write(batch) }
         await store.close()
         return samples
-    }
-
-    /// Where the response head ends (the index of its blank line).
-    static func headerEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
-            return i
-        }
-        return nil
-    }
-
-    /// A plain HTTP/1.1 GET on loopback (one connection each): the status and the whole response.
-    static func get(port: Int, _ target: String) -> (Int, String) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return (0, "") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return (0, "") }
-        let request = "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var expected: Int?
-        while expected.map({ response.count < $0 }) ?? true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65_536, 0) }
-            if n <= 0 { break }
-            response += buffer[0..<n]
-            if expected == nil, let end = Self.headerEnd(response) {
-                let head = String(decoding: response[..<end], as: UTF8.self).lowercased()
-                let length = head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
-                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
-                expected = end + 4 + (length ?? 0)
-            }
-        }
-        guard response.count >= 12 else { return (0, "") }
-        return (Int(String(decoding: response[9..<12], as: UTF8.self)) ?? 0, String(decoding: response, as: UTF8.self))
     }
 }

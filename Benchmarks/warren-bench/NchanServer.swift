@@ -21,7 +21,7 @@ final class NchanServer: MeasuredServer {
         guard FileManager.default.isExecutableFile(atPath: Self.binary), FileManager.default.fileExists(atPath: Self.module) else {
             throw BenchError.warren("Nchan is not installed: apt-get install nginx-light libnginx-mod-nchan")
         }
-        guard WarrenProcess.httpStatus(port: port, path: "/") == nil else {
+        guard LoopbackHTTP.status(port: port, path: "/") == nil else {
             throw BenchError.warren("something already listens on 127.0.0.1:\(port)")
         }
         prefix = NSTemporaryDirectory() + "warren-bench-nchan-\(getpid())"
@@ -112,7 +112,7 @@ extension MeasuredServer {
         process.standardError = handle
         try process.run()
         let deadline = Date().addingTimeInterval(seconds)
-        while WarrenProcess.httpStatus(port: port, path: readyPath) != 200 {
+        while LoopbackHTTP.status(port: port, path: readyPath) != 200 {
             guard process.isRunning else { throw BenchError.warren("\(process.executableURL?.lastPathComponent ?? "server") exited at start; see \(log)") }
             guard Date() < deadline else { throw BenchError.warren("not ready after \(Int(seconds)) s; see \(log)") }
             usleep(50_000)

@@ -15,7 +15,7 @@ final class WarrenProcess: MeasuredServer {
     init(binary: String, config: String, port: Int, amqpURL: String, exchange: String, log: String,
          environment overrides: [String: String] = [:]) throws {
         self.port = port
-        guard Self.httpStatus(port: port, path: "/readyz") == nil else {
+        guard LoopbackHTTP.status(port: port, path: "/readyz") == nil else {
             throw BenchError.warren("something already listens on 127.0.0.1:\(port) (a Warren left from an earlier run?)")
         }
         process.executableURL = URL(fileURLWithPath: binary)
@@ -41,26 +41,5 @@ final class WarrenProcess: MeasuredServer {
         guard process.isRunning else { return }
         process.terminate()
         process.waitUntilExit()
-    }
-
-    /// The status code of a plain HTTP/1.0 GET on loopback, or nil when nothing answers.
-    static func httpStatus(port: Int, path: String) -> Int? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return nil }
-        let request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 64, 0) }
-        guard n >= 12 else { return nil }
-        return Int(String(decoding: buffer[9..<12], as: UTF8.self))
     }
 }
