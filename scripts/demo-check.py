@@ -136,6 +136,7 @@ async def main():
     d = await Tab.open(WARREN + "/dashboard")
     await d.wait_for("!!document.getElementById('route-rooms') && !!document.getElementById('route-other')")
     await d.wait_for("document.getElementById('link').textContent.startsWith('up')")
+    await d.wait_for("document.getElementById('presence').textContent.includes('rooms')")
     await d.wait_for("document.getElementById('route-other').querySelector('table').textContent.includes('delivery latency')")
     await asyncio.sleep(2.5)   # let the charts collect a few seconds of history for the screenshot
     await d.screenshot(f"{SHOTS}/dashboard.png")

@@ -27,7 +27,7 @@ enum DashboardPage {
     </style>
     </head>
     <body>
-    <header><h1>Warren</h1><span>broker link: <span id="link">…</span></span><span id="conns"></span><span id="subs"></span></header>
+    <header><h1>Warren</h1><span>broker link: <span id="link">…</span></span><span id="conns"></span><span id="subs"></span><span id="presence"></span></header>
     <main id="cards"></main>
     <script>
     "use strict";
@@ -72,6 +72,9 @@ enum DashboardPage {
         "connections: ws " + stats.connections.ws + " · poll " + stats.connections.poll;
       document.getElementById("subs").textContent =
         "subscriptions: live " + stats.subscriptions.live + " · inbox " + stats.subscriptions.inbox;
+      const present = Object.entries(stats.presence || {}).filter(([, n]) => n > 0);
+      document.getElementById("presence").textContent =
+        "present: " + (present.length ? present.map(([name, n]) => name + " " + n).join(" · ") : "nobody");
       for (const [name, r] of Object.entries(stats.routes)) {
         const h = history[name] || (history[name] = Object.fromEntries(SERIES.map((s) => [s, Array(60).fill(0)])));
         for (const s of SERIES) {

@@ -126,6 +126,7 @@ struct MetricsTests {
         #expect(json["routes"]?["rooms"]?["messages"]?["ws_in"] != nil)
         #expect(json["amqp"]?["up"] == .bool(true))
         #expect(json["connections"]?["ws"] != nil)
+        #expect(json["presence"]?["rooms"]?.intValue == 0, "present users per route class (the dashboard's presence line)")
     }
 }
 

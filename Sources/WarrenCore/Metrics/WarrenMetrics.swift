@@ -282,6 +282,13 @@ public final class WarrenMetrics: Sendable {
         w.int(Int64(subscriptionCounts[0].load(ordering: .relaxed)))
         w.raw(",\"inbox\":")
         w.int(Int64(subscriptionCounts[1].load(ordering: .relaxed)))
+        w.raw("},\"presence\":{")
+        for (c, name) in classes.enumerated() {
+            if c > 0 { w.raw(",") }
+            w.string(name)
+            w.raw(":")
+            w.int(Int64(presenceCounts[c].load(ordering: .relaxed)))
+        }
         w.raw("},\"amqp\":{\"up\":")
         w.raw(amqpUpValue.load(ordering: .relaxed) == 1 ? "true" : "false")
         w.raw(",\"reconnects\":")
