@@ -129,6 +129,7 @@ let package = Package(
                 "AMQPClient",
                 // The history scenario fills a store through the store's own API.
                 "WarrenCore",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "WarrenStore",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),

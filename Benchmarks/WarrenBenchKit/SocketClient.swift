@@ -17,6 +17,9 @@ public enum SocketDialect: Sendable {
     case flood(route: String, perTick: Int)
     /// A greedy Warren client: asks for `subscriptions` subscriptions at once.
     case hoard(subscriptions: Int)
+    /// Warren presence (DESIGN §11): one live subscription to `route` with `"presence":true`;
+    /// what arrives after `subscribed` (other users' joins and leaves) is not recorded.
+    case presence(route: String)
 }
 
 /// Opens benchmark WebSockets over loopback and hands their frames to a ``Recorder``.
@@ -121,6 +124,8 @@ final class BenchSocketHandler: ChannelInboundHandler {
         switch dialect {
         case .warren(let pattern, let inbox):
             send(context, #"{"op":"sub","id":"s","pattern":"\#(pattern)","mode":"\#(inbox ? "inbox" : "live")"}"#)
+        case .presence(let route):
+            send(context, #"{"op":"sub","id":"s","pattern":"\#(route)","mode":"live","presence":true}"#)
         case .stomp, .idleStomp:
             send(context, "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0")
         case .idleWarren:
@@ -209,6 +214,8 @@ final class BenchSocketHandler: ChannelInboundHandler {
                     if isReady { recorder.error(text) } else { ready.fail(BenchError.refused(text)) }
                 case .other: break
                 }
+            case .presence:
+                if !isReady, case .subscribed = WarrenFrame.scan(bytes, wantID: false) { markReady() }
             case .idleWarren, .flood, .hoard:
                 break
             case .stomp, .idleStomp:

@@ -6,6 +6,7 @@ import WarrenBenchKit
 struct Report {
     let results: [RunResult]
     var history: [HistoryResult] = []
+    var presence: [PresenceResult] = []
     let options: BenchOptions
 
     static func line(_ r: RunResult) -> String {
@@ -95,6 +96,11 @@ struct Report {
                                 mode, on / off, lag, drain, verdict(on / off >= 0.9 && drain >= 0)))
             }
         }
+        for p in presence {
+            g.append(String(format: "presence: %d users over %d rooms on %d nodes — query p99 %.2f ms (%d errors); at rest %.2f announcements/s on the broker (%.0f B/s); node CPU at rest %@",
+                            p.users, p.rooms, p.nodes, p.queryP99Ms, p.queryErrors, p.restMessagesPerSecond, p.restBytesPerSecond,
+                            p.nodeIdleCPU.map { String(format: "%.4f", $0) }.joined(separator: " / ")))
+        }
         for h in history {
             g.append(String(format: "history at %d stored messages (%@): page of 50, p99 %.2f ms over %d requests, %d errors",
                             h.stored, h.backend, h.p99Ms, h.requests, h.errors))
@@ -179,11 +185,12 @@ struct Report {
             var machine: String
             var results: [RunResult]
             var history: [HistoryResult]
+            var presence: [PresenceResult]
             var goals: [String]
         }
         let doc = Document(date: ISO8601DateFormatter().string(from: Date()),
                            machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB",
-                           results: results, history: history, goals: goals())
+                           results: results, history: history, presence: presence, goals: goals())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(doc)

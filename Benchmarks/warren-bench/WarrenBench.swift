@@ -7,7 +7,7 @@ import Glibc
 
 /// The bench's settings (every one a command-line option).
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history.")
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history, presence.")
     var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale,greedy"
     @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, nchan, nchan-multi); default: each scenario's own set.")
     var targets = ""
@@ -67,6 +67,13 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "History pages fetched one after another (history).")
     var historyRequests = 2_000
 
+    @Option(help: "Present users, spread over two nodes (presence).")
+    var presenceUsers = 10_000
+    @Option(help: "Rooms the present users are spread over (presence).")
+    var presenceRooms = 100
+    @Option(help: "Presence queries timed (presence).")
+    var presenceQueries = 2_000
+
     @Option(help: "Publishes awaiting confirms at once (unpaced scenarios).")
     var window = 256
     @Option(help: "Clients set up concurrently.")
@@ -94,8 +101,13 @@ struct WarrenBench: AsyncParsableCommand {
         try await runner.start()
         var results: [RunResult] = []
         var history: [HistoryResult] = []
+        var presence: [PresenceResult] = []
         let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
         for scenario in options.scenarios.split(separator: ",").map(String.init) {
+            if scenario == "presence" {
+                do { presence.append(try await PresenceBench(options: options).run()) } catch { log("  presence failed: \(error)") }
+                continue
+            }
             if scenario == "history" {
                 do { history += try await HistoryBench(options: options).run() } catch { log("  history failed: \(error)") }
                 continue
@@ -122,7 +134,7 @@ struct WarrenBench: AsyncParsableCommand {
             }
         }
         await runner.shutdown()
-        let report = Report(results: results, history: history, options: options)
+        let report = Report(results: results, history: history, presence: presence, options: options)
         print(report.table())
         try report.json().write(to: URL(fileURLWithPath: options.json))
         log("JSON written to \(options.json)")
