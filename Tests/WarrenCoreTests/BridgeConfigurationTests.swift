@@ -71,6 +71,20 @@ import Testing
         #expect(throws: ConfigError(key: "bogus", reason: "unknown section")) { try BridgeConfiguration.parse("[bogus]\na = 1\n") }
     }
 
+    @Test func presenceSectionIsValidated() throws {
+        let c = try BridgeConfiguration.parse("[presence]\nenabled = false\ntimeout = 12\n")
+        #expect(!c.presence.enabled && c.presence.timeoutSeconds == 12)
+        #expect(c.effectiveDescription.contains("[presence]\nenabled = false\ntimeout = 12"))
+        let defaults = try BridgeConfiguration.parse("")
+        #expect(defaults.presence.enabled && defaults.presence.timeoutSeconds == 30)
+        #expect(throws: ConfigError(key: "presence.timeout", line: 2, reason: "must be between 3 and 3600")) {
+            try BridgeConfiguration.parse("[presence]\ntimeout = 1\n")
+        }
+        #expect(throws: ConfigError(key: "presence.color", line: 2, reason: "unknown key")) {
+            try BridgeConfiguration.parse("[presence]\ncolor = 1\n")
+        }
+    }
+
     @Test func storeSectionIsValidated() throws {
         let c = try BridgeConfiguration.parse("""
             [store]
