@@ -44,7 +44,8 @@ struct BrokerTroubleTests {
         #expect(b1 == "unavailable" || b1 == "puback", "b1 ended as \(b1 ?? "nothing")")
 
         _ = try Broker.ctl("set_vm_memory_high_watermark", "0.4")
-        #expect(await warren.process.waitForLog("AMQP broker unblocked publishing", timeout: .seconds(30)))
+        let unblocked = await warren.process.waitForLog("AMQP broker unblocked publishing", timeout: .seconds(30))
+        #expect(unblocked, "warren log:\n\(warren.process.log)")
         _ = try await s.request(#"{"op":"pub","route":"\#(room)","body":"after","cid":"a0"}"#, expect: "puback")
         // Live delivery goes on: "before", then (maybe "first", delivered once the broker read it) "after".
         while bodies.last != .string("after") { bodies.append(try await s.next(op: "msg").env?["body"] ?? .null) }

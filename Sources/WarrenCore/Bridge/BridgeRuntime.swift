@@ -157,7 +157,8 @@ public final class BridgeRuntime: Sendable {
             // Presence is held by live nodes only: the exchange goes with the last of them.
             try await channel.exchangeDeclare(exchange, type: "fanout", durable: false, autoDelete: true)
             presence = Presence(node: nodeID, settings: configuration.presence, exchange: exchange, channel: channel,
-                                publisher: publisher, metrics: metrics, logger: logger)
+                                publisher: publisher, metrics: metrics, logger: logger,
+                                blockedReason: { primary.blockedReason })
             try await presence?.start()
         }
         return BridgeRuntime(channels: pool, publisher: publisher,

@@ -19,13 +19,17 @@ public final class Presence: AMQPDeliverySink, Sendable {
     let publisher: Publisher
     let metrics: WarrenMetrics
     let logger: Logger
+    /// Why the broker blocks publishing on this node's connection, if it does: announcements
+    /// wait then (the whole state goes out again once it lifts).
+    let blockedReason: @Sendable () -> String?
     private let book: NIOLockedValueBox<PresenceBook>
     private let ticker = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let badMessages = NIOLockedValueBox(0)
 
     /// `channel` is this node's own (its queue is exclusive to the connection it is on).
     init(node: String, settings: PresenceSettings, exchange: String, channel: any BrokerChannel, publisher: Publisher,
-         metrics: WarrenMetrics, logger: Logger) {
+         metrics: WarrenMetrics, logger: Logger, blockedReason: @escaping @Sendable () -> String? = { nil }) {
+        self.blockedReason = blockedReason
         self.node = node
         self.settings = settings
         self.exchange = exchange
@@ -114,6 +118,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     }
 
     private func announce(_ message: PresenceAnnouncement) {
+        guard blockedReason() == nil else { return }
         _ = try? channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: exchange, routingKey: "", mandatory: false,
                                       properties: BasicProperties(contentType: "application/json", deliveryMode: 1), timeout: nil)
     }
