@@ -40,7 +40,9 @@ struct PresenceIntegrationTests {
     @Test func joinsAndLeavesReachEveryDoorOnceAndANodeThatDiesTakesItsUsersAlong() async throws {
         let env = ["WARREN_PRESENCE_TIMEOUT": "3"]
         let a = try await WarrenInstance.start(env)
+        defer { a.process.terminate() }   // a failure midway must not leave nodes running
         let b = try await WarrenInstance.start(env, exchange: a.exchange)
+        defer { b.process.terminate() }
         let room = "room.p\(UUID().uuidString.prefix(6).lowercased())"
         let alice = uniqueUser("alice"), bobName = uniqueUser("bob"), carol = uniqueUser("carol")
 
@@ -89,6 +91,7 @@ struct PresenceIntegrationTests {
 
         // A node killed with -9: its users leave within presence.timeout.
         let c = try await WarrenInstance.start(env, exchange: a.exchange)
+        defer { c.process.terminate() }
         let dave = uniqueUser("dave")
         let d = try await c.socket(dave)
         _ = try await d.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
@@ -121,6 +124,7 @@ struct PresenceIntegrationTests {
 struct PollPresenceTests {
     @Test func aPollSessionJoinsAndItsDeleteLeaves() async throws {
         let node = try await WarrenInstance.start()
+        defer { node.process.terminate() }
         let room = "room.q\(UUID().uuidString.prefix(6).lowercased())"
         let watcher = try await node.socket(uniqueUser("bob"))
         try await watcher.subscribe("w", room)
