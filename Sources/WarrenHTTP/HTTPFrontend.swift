@@ -83,6 +83,8 @@ public enum HTTPFrontend {
         // same credentials is answered by the router with the reason (401, 429, 503, ...).
         let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
             -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, channel, logger in
+                // Upgraded or refused, the connection is hummingbird's from here.
+                ConnectionTaskGate.need(on: channel)
                 guard request.path?.split(separator: "?").first == "/v1/ws", !link.isDraining, let runtime = link.runtime else {
                     return .dontUpgrade
                 }
@@ -108,18 +110,17 @@ public enum HTTPFrontend {
         // connections closed after http.idle_timeout, and a first request head that must arrive
         // within http.header_timeout (slowloris).
         // Long-polls of sessions open here are answered on the event loop (PollFastPath).
-        let fast = PollFastPathContext(authenticator: authenticator, service: { polls.readyService() },
-                                       maxBatch: configuration.poll.maxBatch, cors: !configuration.poll.corsOrigin.isEmpty)
+        let fast = PollFastPathContext(routes: polls, cors: !configuration.poll.corsOrigin.isEmpty)
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [PollFastPathInstaller(fast)],
             idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
         let headTimeout = TimeAmount.seconds(Int64(configuration.http.headerTimeout))
         var server = HTTPServerBuilder { responder in
-            RequestHeadTimeoutChannel(
+            OnDemandConnectionChannel(inner: RequestHeadTimeoutChannel(
                 inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: .init(http1: http1, ws: wsConfiguration),
                                                     shouldUpgrade: shouldUpgrade),
-                timeout: headTimeout)
+                timeout: headTimeout))
         }
         // HTTPS / WSS for deployments without a terminating proxy.
         if let certificate = configuration.http.tlsCertificateFile, let key = configuration.http.tlsKeyFile {
@@ -194,13 +195,6 @@ public enum HTTPFrontend {
     }
 
     static func errorResponse(_ status: Int, _ code: ErrorCode, _ message: String) -> Response {
-        var w = JSONWriter()
-        w.raw("{\"error\":{\"code\":")
-        w.string(code.rawValue)
-        w.raw(",\"message\":")
-        w.string(message)
-        w.raw("}}")
-        return Response(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: w.bytes)))
+        RouteSupport.jsonResponse(status, RouteSupport.errorBody(code, message))
     }
 }

@@ -6,25 +6,33 @@ import WarrenCore
 
 /// What the event-loop poll path needs from the frontend.
 struct PollFastPathContext: Sendable {
-    let authenticator: Authenticator
-    /// The node's poll service, nil while the broker link is not up or the node drains.
-    let service: @Sendable () -> PollService?
-    let maxBatch: Int
+    let routes: PollRoutes
     /// CORS is configured: requests from other origins take the router (its middleware answers them).
     let cors: Bool
+
+    var authenticator: Authenticator { routes.authenticator }
+    var maxBatch: Int { routes.configuration.poll.maxBatch }
+    var maxBodyBytes: Int { routes.support.maxBodyBytes }
+    /// The node's poll service, nil while the broker link is not up or the node drains.
+    func service() -> PollService? { routes.readyService() }
 }
 
-/// Answers `GET /v1/poll/<session>` for a session already open on this node on the
-/// connection's event loop, without the router, a task or a hop per request; everything
-/// else (and any poll it cannot answer that way: the session's first poll here, a paused
-/// inbox, a token not yet verified, a bad parameter, a connection over its limit, a
-/// cross-origin request) goes on to hummingbird as before.
+/// Serves a poller's connection without hummingbird: `POST /v1/poll` (a new session) and
+/// `GET /v1/poll/<session>` are answered here, everything else (acks, deletes, publishes,
+/// cross-origin requests, and a poll while the node is not ready) goes on to hummingbird.
+///
+/// A poll of a session open on this node with a token verified before is answered on the
+/// connection's event loop, without a task or a hop; one that is not (the session's first
+/// poll here, a token not seen yet, a paused inbox) is readied in a short-lived task
+/// (``PollRoutes/preparePoll(query:authorization:session:)``) and then taken the same way.
+/// Session creation runs in a short-lived task too.
 ///
 /// Measured: hummingbird's request path (an async channel, a task per connection, two thread
 /// hops per request, the router's character-wise matching of a path that carries a session
 /// string of a few hundred bytes) cost Warren about 145 µs of CPU per poll answer against
-/// Nchan's 30 (BENCHMARKS.md). The answer is the same: the same ``PollService`` session,
-/// buffer, leases and cursors, and the same JSON.
+/// Nchan's 30; and the task hummingbird keeps per connection holds the task-allocator slabs
+/// its deepest request needed for as long as the connection lives (~20 KB after a session
+/// was created through the router). Here a poller's connection never wakes that task.
 ///
 /// It sits after hummingbird's ``HTTPConnectionStateHandler`` (so keep-alive and idle
 /// timeouts see every request and response) and before the async channel. Order holds:
@@ -36,11 +44,19 @@ final class PollFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
+    /// A request this handler answers.
+    private enum Taken {
+        case poll(HTTPRequest, session: String)
+        case create(HTTPRequest)
+    }
+
     let fast: PollFastPathContext
     /// Requests passed on whose response has not ended yet.
     private var upstream = 0
-    /// A poll being read (its head seen, its end not yet).
-    private var reading: HTTPRequest?
+    /// A request being read (its head seen, its end not yet).
+    private var reading: Taken?
+    /// The body of a `POST /v1/poll` being read; nil once it is over the limit.
+    private var body: ByteBuffer? = ByteBuffer()
     /// This handler's own answer is pending.
     private var answering = false
     private var parked: (PollOutput, UInt64)?
@@ -49,7 +65,14 @@ final class PollFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// The user whose connection slot an answer holds.
     private var slot: (user: String, service: PollService)?
 
+    /// Told when the connection needs hummingbird's task (nil outside a server's pipeline).
+    private var gate: ConnectionTaskGate?
+
     init(_ fast: PollFastPathContext) { self.fast = fast }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        gate = try? context.pipeline.syncOperations.handler(type: ConnectionTaskGate.self)
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if answering {
@@ -58,20 +81,26 @@ final class PollFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if upstream == 0, isCandidate(head) {
-                reading = head
+            if upstream == 0, let taken = take(head) {
+                reading = taken
+                body = ByteBuffer()
+                gate?.pollerRequest()
             } else {
                 upstream += 1
+                gate?.need()
                 context.fireChannelRead(data)
             }
-        case .body:
-            if reading == nil { context.fireChannelRead(data) }
+        case .body(let chunk):
+            guard let taken = reading else { return context.fireChannelRead(data) }
+            if case .create = taken, body != nil {
+                if body!.readableBytes + chunk.readableBytes > fast.maxBodyBytes { body = nil } else { body!.writeImmutableBuffer(chunk) }
+            }
         case .end:
-            if let head = reading {
-                reading = nil
-                serve(context, head)
-            } else {
-                context.fireChannelRead(data)
+            guard let taken = reading else { return context.fireChannelRead(data) }
+            reading = nil
+            switch taken {
+            case .poll(let head, let session): serve(context, head, session: session, prepared: false)
+            case .create(let head): create(context, head)
             }
         }
     }
@@ -87,23 +116,36 @@ final class PollFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
-    private func isCandidate(_ head: HTTPRequest) -> Bool {
-        guard head.method == .get, let path = head.path, path.utf8.starts(with: "/v1/poll/".utf8) else { return false }
-        let rest = path.utf8.dropFirst(9).prefix { $0 != UInt8(ascii: "?") }
-        guard !rest.isEmpty, !rest.contains(UInt8(ascii: "/")) else { return false }
-        return !(fast.cors && head.headerFields[.origin] != nil)
+    private func take(_ head: HTTPRequest) -> Taken? {
+        guard let path = head.path, path.utf8.starts(with: "/v1/poll".utf8), !(fast.cors && head.headerFields[.origin] != nil) else {
+            return nil
+        }
+        let rest = path.utf8.dropFirst(8).prefix { $0 != UInt8(ascii: "?") }
+        if rest.isEmpty { return head.method == .post ? .create(head) : nil }
+        guard head.method == .get, rest.first == UInt8(ascii: "/") else { return nil }
+        let session = rest.dropFirst()
+        guard !session.isEmpty, !session.contains(UInt8(ascii: "/")) else { return nil }
+        return .poll(head, session: String(decoding: session, as: UTF8.self))
     }
 
-    private func serve(_ context: ChannelHandlerContext, _ head: HTTPRequest) {
-        let path = head.path ?? ""
-        let query = Query(target: path)
-        let session = String(decoding: path.utf8.dropFirst(9).prefix { $0 != UInt8(ascii: "?") }, as: UTF8.self)
-        guard let service = fast.service(),
-              let identity = fast.authenticator.knownIdentity(query: query, authorization: head.headerFields[.authorization]),
-              let wait = Self.nonNegative(query.items["wait"], default: 0),
-              let max = Self.nonNegative(query.items["max"], default: fast.maxBatch),
-              service.runtime.users.openConnection(identity.user) else {
-            return passOn(context, head)
+    /// A poll: answered (or parked) here when the session is open on this node and the token
+    /// known; otherwise readied in a task first (`prepared` false), or handed to the router.
+    private func serve(_ context: ChannelHandlerContext, _ head: HTTPRequest, session: String, prepared: Bool) {
+        let query = Query(target: head.path ?? "")
+        guard let service = fast.service() else { return passOn(context, head) }
+        let wait = PollRoutes.nonNegative(query.items["wait"], name: "wait", default: 0)
+        let max = PollRoutes.nonNegative(query.items["max"], name: "max", default: fast.maxBatch)
+        guard case .success(let wait) = wait, case .success(let max) = max else {
+            let error = [wait, max].compactMap { if case .failure(let e) = $0 { e } else { nil } }[0]
+            return fail(context, error)
+        }
+        guard let identity = fast.authenticator.knownIdentity(query: query, authorization: head.headerFields[.authorization]) else {
+            return prepared ? passOn(context, head) : prepare(context, head, session: session, query: query)
+        }
+        let users = service.runtime.users
+        guard users.openConnection(identity.user) else {
+            service.runtime.metrics.limitHit(.poll, .connections)
+            return fail(context, ProtocolError(.rateLimited, "at most \(users.maxConnections) connections per user", ref: nil))
         }
         service.runtime.metrics.connectionOpened(.poll)
         slot = (identity.user, service)
@@ -123,7 +165,7 @@ final class PollFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         case .elsewhere:
             release()
             answering = false
-            passOn(context, head)
+            if prepared { passOn(context, head) } else { prepare(context, head, session: session, query: query) }
         case .answered:
             break
         case .parked(let output, let id):
@@ -132,19 +174,90 @@ final class PollFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Writes an answer; on the connection's loop.
+    /// Verifies the token and opens the session here in a short-lived task, then takes the poll.
+    private func prepare(_ context: ChannelHandlerContext, _ head: HTTPRequest, session: String, query: Query) {
+        answering = true
+        let routes = fast.routes
+        let authorization = head.headerFields[.authorization]
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let failure: (status: Int, body: [UInt8])?
+            do {
+                try await routes.preparePoll(query: query, authorization: authorization, session: session)
+                failure = nil
+            } catch {
+                failure = RouteSupport.failure(error)
+            }
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.answering = false
+                if let failure {
+                    handler.answer(context, status: failure.status, body: failure.body)
+                } else {
+                    handler.serve(context, head, session: session, prepared: true)
+                    if !handler.answering { handler.replayHeld(context) }
+                }
+            }
+        }
+    }
+
+    /// `POST /v1/poll`, in a short-lived task.
+    private func create(_ context: ChannelHandlerContext, _ head: HTTPRequest) {
+        answering = true
+        let routes = fast.routes
+        let query = Query(target: head.path ?? "")
+        let authorization = head.headerFields[.authorization]
+        let body = self.body
+        self.body = ByteBuffer()
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let answer: (status: Int, body: [UInt8])
+            do {
+                guard let body else { throw routes.support.tooLarge }
+                answer = (201, try await routes.createSession(query: query, authorization: authorization, body: body))
+            } catch {
+                answer = RouteSupport.failure(error)
+            }
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.answer(context, status: answer.status, body: answer.body)
+            }
+        }
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ error: ProtocolError) {
+        let (status, body) = RouteSupport.failure(error)
+        answer(context, status: status, body: body)
+    }
+
+    /// Writes a poll answer; on the connection's loop.
     fileprivate func respond(_ context: ChannelHandlerContext, _ items: [PollItem], _ cursor: String) {
         parked = nil
         release()
+        write(context, status: .ok, body: PollAnswerBody.make(items, cursor: cursor))
         answering = false
-        if context.channel.isActive {
-            let body = PollAnswerBody.make(items, cursor: cursor)
-            let head = HTTPResponse(status: .ok, headerFields: [.contentType: "application/json",
-                                                                .contentLength: String(body.readableBytes)])
-            context.write(wrapOutboundOut(.head(head)), promise: nil)
-            context.write(wrapOutboundOut(.body(body)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        }
+        replayHeld(context)
+    }
+
+    /// Writes a JSON answer that is not a poll's (a new session, an error).
+    private func answer(_ context: ChannelHandlerContext, status: Int, body: [UInt8]) {
+        write(context, status: .init(code: status), body: ByteBuffer(bytes: body))
+        answering = false
+        replayHeld(context)
+    }
+
+    private func write(_ context: ChannelHandlerContext, status: HTTPResponse.Status, body: ByteBuffer) {
+        guard context.channel.isActive else { return }
+        let head = HTTPResponse(status: status, headerFields: [.contentType: "application/json", .contentLength: String(body.readableBytes)])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    /// Replays what a pipelining client sent while an answer was pending.
+    private func replayHeld(_ context: ChannelHandlerContext) {
         guard !held.isEmpty else { return }
         let replay = held
         held.removeAll()
@@ -163,14 +276,9 @@ final class PollFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// Hands a poll to hummingbird (the router answers it, or says why not).
     private func passOn(_ context: ChannelHandlerContext, _ head: HTTPRequest) {
         upstream += 1
+        gate?.need()
         context.fireChannelRead(wrapInboundOut(.head(head)))
         context.fireChannelRead(wrapInboundOut(.end(nil)))
-    }
-
-    static func nonNegative(_ raw: String?, default value: Int) -> Int? {
-        guard let raw else { return value }
-        guard let n = Int(raw), n >= 0 else { return nil }
-        return n
     }
 }
 
@@ -182,7 +290,14 @@ final class PollFastPathInstaller: ChannelInboundHandler, RemovableChannelHandle
     typealias InboundIn = HTTPRequestPart
     let fast: PollFastPathContext
 
+    /// Told when the connection needs hummingbird's task (nil outside a server's pipeline).
+    private var gate: ConnectionTaskGate?
+
     init(_ fast: PollFastPathContext) { self.fast = fast }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        gate = try? context.pipeline.syncOperations.handler(type: ConnectionTaskGate.self)
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let pipeline = context.pipeline.syncOperations

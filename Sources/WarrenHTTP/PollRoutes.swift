@@ -23,7 +23,13 @@ struct PollRoutes: Sendable {
     }
 
     func register(on router: Router<BasicRequestContext>) {
-        router.post("v1/poll") { request, _ in await RouteSupport.respond { try await create(request) } }
+        router.post("v1/poll") { request, _ in
+            await RouteSupport.respond {
+                let body = try await support.collect(request)
+                return RouteSupport.jsonResponse(201, try await createSession(query: Query(target: request.uri.description),
+                                                                              authorization: request.headers[.authorization], body: body))
+            }
+        }
         router.get("v1/poll/:session") { request, context in
             await RouteSupport.respond { try await poll(request, session: context.parameters.get("session") ?? "") }
         }
@@ -38,9 +44,10 @@ struct PollRoutes: Sendable {
 
     // MARK: handlers
 
-    private func create(_ request: Request) async throws -> Response {
-        let (identity, _, _) = try await support.authenticate(request)
-        let json = try await support.jsonBody(request)
+    /// `POST /v1/poll`: the new session's JSON (201). Also called by ``PollFastPath``.
+    func createSession(query: Query, authorization: String?, body: ByteBuffer) async throws(ProtocolError) -> [UInt8] {
+        let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
+        let json = try RouteSupport.parseJSON(body)
         guard case .array(let list) = json["subscriptions"] ?? .null else {
             throw ProtocolError(.badFrame, "subscriptions must be a list", ref: nil)
         }
@@ -68,13 +75,21 @@ struct PollRoutes: Sendable {
         w.raw(",\"expires_in\":")
         w.int(Int64(expiresIn))
         w.raw("}")
-        return RouteSupport.jsonResponse(201, w.bytes)
+        return w.bytes
+    }
+
+    /// Readies a long-poll for ``PollService/pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)``:
+    /// verifies the token (then known without suspending) and opens the session on this node
+    /// with its inbox consuming. Called by ``PollFastPath`` for a poll it cannot take at once.
+    func preparePoll(query: Query, authorization: String?, session: String) async throws(ProtocolError) {
+        let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
+        try await service().prepare(session: session, user: identity.user, rules: identity.rules)
     }
 
     private func poll(_ request: Request, session: String) async throws -> Response {
         let (identity, query, _) = try await support.authenticate(request)
-        let wait = try nonNegative(query.items["wait"], name: "wait", default: 0)
-        let max = try nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch)
+        let wait = try Self.nonNegative(query.items["wait"], name: "wait", default: 0).get()
+        let max = try Self.nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch).get()
         let service = try service()
         let users = service.runtime.users
         guard users.openConnection(identity.user) else {
@@ -157,9 +172,9 @@ struct PollRoutes: Sendable {
         }
     }
 
-    private func nonNegative(_ raw: String?, name: String, default value: Int) throws(ProtocolError) -> Int {
-        guard let raw else { return value }
-        guard let n = Int(raw), n >= 0 else { throw ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil) }
-        return n
+    static func nonNegative(_ raw: String?, name: String, default value: Int) -> Result<Int, ProtocolError> {
+        guard let raw else { return .success(value) }
+        guard let n = Int(raw), n >= 0 else { return .failure(ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil)) }
+        return .success(n)
     }
 }

@@ -11,24 +11,52 @@ struct RouteSupport: Sendable {
 
     func authenticate(_ request: Request) async throws -> (ClientIdentity, Query, Date?) {
         let query = Query(target: request.uri.description)
+        let (identity, expiresAt) = try await authenticate(query: query, authorization: request.headers[.authorization])
+        return (identity, query, expiresAt)
+    }
+
+    func authenticate(query: Query, authorization: String?) async throws(ProtocolError) -> (ClientIdentity, Date?) {
         do {
-            let (identity, expiresAt) = try await authenticator.authenticate(query: query, authorization: request.headers[.authorization])
-            return (identity, query, expiresAt)
+            return try await authenticator.authenticate(query: query, authorization: authorization)
         } catch {
             throw ProtocolError(error.code, error.message, ref: nil)
         }
     }
 
     func jsonBody(_ request: Request) async throws -> JSONValue {
-        let buffer: ByteBuffer
+        try Self.parseJSON(try await collect(request))
+    }
+
+    func collect(_ request: Request) async throws(ProtocolError) -> ByteBuffer {
         do {
-            buffer = try await request.body.collect(upTo: maxBodyBytes)
+            return try await request.body.collect(upTo: maxBodyBytes)
         } catch {
-            throw ProtocolError(.tooLarge, "the request body exceeds \(maxBodyBytes) bytes", ref: nil)
+            throw tooLarge
         }
+    }
+
+    var tooLarge: ProtocolError { ProtocolError(.tooLarge, "the request body exceeds \(maxBodyBytes) bytes", ref: nil) }
+
+    static func parseJSON(_ buffer: ByteBuffer) throws(ProtocolError) -> JSONValue {
         do { return try JSONParser.parse(buffer.readableBytesView) } catch {
             throw ProtocolError(.badFrame, "the body is not JSON: \(error)", ref: nil)
         }
+    }
+
+    /// The status and JSON error body (DESIGN §5) for a failed request.
+    static func failure(_ error: any Error) -> (status: Int, body: [UInt8]) {
+        if let error = error as? ProtocolError { return (error.code.httpStatus, errorBody(error.code, error.message)) }
+        return (500, errorBody(.internal, "\(error)"))
+    }
+
+    static func errorBody(_ code: ErrorCode, _ message: String) -> [UInt8] {
+        var w = JSONWriter()
+        w.raw("{\"error\":{\"code\":")
+        w.string(code.rawValue)
+        w.raw(",\"message\":")
+        w.string(message)
+        w.raw("}}")
+        return w.bytes
     }
 
     static func jsonResponse(_ status: Int, _ bytes: [UInt8]) -> Response {
@@ -39,10 +67,9 @@ struct RouteSupport: Sendable {
     static func respond(_ body: () async throws -> Response) async -> Response {
         do {
             return try await body()
-        } catch let error as ProtocolError {
-            return HTTPFrontend.errorResponse(error.code.httpStatus, error.code, error.message)
         } catch {
-            return HTTPFrontend.errorResponse(500, .internal, "\(error)")
+            let (status, body) = failure(error)
+            return jsonResponse(status, body)
         }
     }
 }

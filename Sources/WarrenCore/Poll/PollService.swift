@@ -125,11 +125,7 @@ public final class PollService: Sendable {
         let session = found
         defer { session.pollEnded(now: WallClock.milliseconds()) }
         if let cursor { ack(cursor, on: session) }
-        if session.hasInbox, !session.client.inboxConsuming {
-            do { try await session.client.resumeInbox() } catch {
-                throw ProtocolError(.unavailable, "the broker could not serve the inbox", ref: nil)
-            }
-        }
+        try await resumeInbox(of: session)
         let wait = min(wait, settings.maxWait)
         if wait > 0, session.output.withBuffer({ $0.isEmpty }) {
             logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"])
@@ -193,6 +189,20 @@ public final class PollService: Sendable {
         }
         finish()
         return .answered
+    }
+
+    /// Opens the session on this node if it is not open here yet (its first poll here) and
+    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)``
+    /// can take the next poll.
+    public func prepare(session token: String, user: String, rules: @autoclosure () -> AccessRules) async throws(ProtocolError) {
+        try await resumeInbox(of: session(for: token, user: user, rules: rules))
+    }
+
+    private func resumeInbox(of session: PollSession) async throws(ProtocolError) {
+        guard session.hasInbox, !session.client.inboxConsuming else { return }
+        do { try await session.client.resumeInbox() } catch {
+            throw ProtocolError(.unavailable, "the broker could not serve the inbox", ref: nil)
+        }
     }
 
     /// Answers every poll parked on this node now (a drain).
