@@ -154,6 +154,11 @@ let package = Package(
             dependencies: ["WarrenCore"]
         ),
         // The store's backends against real databases (SQLite in a temporary file, PostgreSQL from scripts/postgres.sh).
+        // The HTTP frontend's pieces that need no sockets (the poll path's request parser, the task gate).
+        .testTarget(
+            name: "WarrenHTTPTests",
+            dependencies: ["WarrenHTTP", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .testTarget(
             name: "WarrenStoreTests",
             dependencies: ["WarrenStore", "WarrenCore", .product(name: "PostgresNIO", package: "postgres-nio")]

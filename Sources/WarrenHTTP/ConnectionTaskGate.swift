@@ -4,7 +4,7 @@ import NIOCore
 /// Decides whether a connection needs hummingbird's per-connection task. Hummingbird serves a
 /// connection from a task that lives as long as the connection and keeps the task-allocator
 /// slabs of its deepest request until then (~10 KB even for a connection that only waits).
-/// A poller's connection is served entirely by ``PollFastPath``, so its task ends after the
+/// A poller's connection is served entirely by ``PollConnectionHandler``, so its task ends after the
 /// first request and is started again only if the connection ever sends something the poll
 /// path hands on (``need()``).
 ///
@@ -16,7 +16,7 @@ final class ConnectionTaskGate: ChannelInboundHandler, RemovableChannelHandler, 
     private enum State {
         /// Nothing decided yet, the task not yet asking.
         case open
-        /// The first request was a poll taken by ``PollFastPath``.
+        /// The first request was a poll taken by ``PollConnectionHandler``.
         case poller
         /// The task asked before the first decision.
         case waiting(CheckedContinuation<Bool, Never>, start: @Sendable () -> Void)
@@ -79,6 +79,9 @@ final class ConnectionTaskGate: ChannelInboundHandler, RemovableChannelHandler, 
         action.continuation?.resume(returning: true)
         action.start?()
     }
+
+    /// The task is waiting for the first decision (for tests).
+    var isTaskWaiting: Bool { state.withLockedValue { if case .waiting = $0 { true } else { false } } }
 
     func channelInactive(context: ChannelHandlerContext) {
         // A parked connection that closed needs nothing more; a waiting task is let go.

@@ -109,18 +109,18 @@ public enum HTTPFrontend {
         // Hostile HTTP: small header limits (larger is a closed connection), keep-alive
         // connections closed after http.idle_timeout, and a first request head that must arrive
         // within http.header_timeout (slowloris).
-        // Long-polls of sessions open here are answered on the event loop (PollFastPath).
-        let fast = PollFastPathContext(routes: polls, cors: !configuration.poll.corsOrigin.isEmpty)
+        // Pollers are served below hummingbird, on the event loop (PollConnectionHandler).
+        let door = PollConnectionContext(routes: polls, cors: !configuration.poll.corsOrigin.isEmpty,
+                                         idleTimeout: .seconds(Int64(configuration.http.idleTimeout)))
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [PollFastPathInstaller(fast)],
             idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
         let headTimeout = TimeAmount.seconds(Int64(configuration.http.headerTimeout))
         var server = HTTPServerBuilder { responder in
-            OnDemandConnectionChannel(inner: RequestHeadTimeoutChannel(
+            WarrenConnectionChannel(
                 inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: .init(http1: http1, ws: wsConfiguration),
                                                     shouldUpgrade: shouldUpgrade),
-                timeout: headTimeout))
+                headTimeout: headTimeout, polls: door)
         }
         // HTTPS / WSS for deployments without a terminating proxy.
         if let certificate = configuration.http.tlsCertificateFile, let key = configuration.http.tlsKeyFile {

@@ -44,7 +44,7 @@ struct PollRoutes: Sendable {
 
     // MARK: handlers
 
-    /// `POST /v1/poll`: the new session's JSON (201). Also called by ``PollFastPath``.
+    /// `POST /v1/poll`: the new session's JSON (201). Also called by ``PollConnectionHandler``.
     func createSession(query: Query, authorization: String?, body: ByteBuffer) async throws(ProtocolError) -> [UInt8] {
         let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
         let json = try RouteSupport.parseJSON(body)
@@ -80,7 +80,7 @@ struct PollRoutes: Sendable {
 
     /// Readies a long-poll for ``PollService/pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)``:
     /// verifies the token (then known without suspending) and opens the session on this node
-    /// with its inbox consuming. Called by ``PollFastPath`` for a poll it cannot take at once.
+    /// with its inbox consuming. Called by ``PollConnectionHandler`` for a poll it cannot take at once.
     func preparePoll(query: Query, authorization: String?, session: String) async throws(ProtocolError) {
         let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
         try await service().prepare(session: session, user: identity.user, rules: identity.rules)

@@ -65,26 +65,3 @@ final class CloseOnErrorHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 }
-
-/// A server child channel that puts a ``RequestHeadTimeoutHandler`` in front of another and
-/// a ``CloseOnErrorHandler`` behind it.
-struct RequestHeadTimeoutChannel<Inner: ServerChildChannel>: ServerChildChannel {
-    typealias Value = Inner.Value
-    let inner: Inner
-    let timeout: TimeAmount
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(RequestHeadTimeoutHandler(timeout: timeout))
-        }.flatMap {
-            inner.setup(channel: channel, logger: logger)
-        }.flatMapThrowing { value in
-            try channel.pipeline.syncOperations.addHandler(CloseOnErrorHandler())
-            return value
-        }
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
-    }
-}

@@ -1,0 +1,24 @@
+import NIOCore
+import WarrenCore
+
+/// What ``PollConnectionHandler`` needs from the frontend; one per server, shared by its
+/// connections (a class: the configuration inside is kilobytes, not copied per connection).
+final class PollConnectionContext: Sendable {
+    let routes: PollRoutes
+    /// CORS is configured: requests from other origins take the router (its middleware answers them).
+    let cors: Bool
+    /// A connection with no request for this long is closed (`http.idle_timeout`).
+    let idleTimeout: TimeAmount
+
+    init(routes: PollRoutes, cors: Bool, idleTimeout: TimeAmount) {
+        self.routes = routes
+        self.cors = cors
+        self.idleTimeout = idleTimeout
+    }
+
+    var authenticator: Authenticator { routes.authenticator }
+    var maxBatch: Int { routes.configuration.poll.maxBatch }
+    var maxBodyBytes: Int { routes.support.maxBodyBytes }
+    /// The node's poll service, nil while the broker link is not up or the node drains.
+    func service() -> PollService? { routes.readyService() }
+}

@@ -1,0 +1,353 @@
+import HTTPTypes
+import NIOCore
+import WarrenCore
+
+/// Serves a poller's connection below hummingbird: `POST /v1/poll` (a new session) and
+/// `GET /v1/poll/<session>` are read from the raw bytes (``RawRequestHead``) and answered
+/// here. The first request it does not take (another endpoint, a cross-origin request when
+/// CORS is configured, anything unusual) and everything after it go to hummingbird's HTTP/1
+/// pipeline, and this handler leaves the connection.
+///
+/// A poll of a session open on this node with a token verified before is answered on the
+/// connection's event loop, without a task or a hop; one that is not (the session's first poll
+/// here, a token not seen yet, a paused inbox) is readied in a short-lived task
+/// (``PollRoutes/preparePoll(query:authorization:session:)``) and then taken the same way.
+/// Session creation runs in a short-lived task too. The answers are the same JSON as the
+/// router's, from the same ``PollService``.
+///
+/// Measured (BENCHMARKS.md): through hummingbird a poll answer cost Warren ~136 µs of CPU
+/// (an async channel, a task per connection, two thread hops per request); answered on the
+/// event loop behind hummingbird's HTTP/1 pipeline ~70–96 µs, a third of it NIO's HTTP/1
+/// parser and the conversions to and from swift-http-types. And a connection served by
+/// hummingbird keeps a task whose allocator holds ~10–20 KB for the connection's life; a
+/// poller's connection here never needs one (``ConnectionTaskGate``).
+///
+/// It sits after the first-request head timeout and before the HTTP decoder. It keeps
+/// keep-alive connections to `http.idle_timeout` between requests, answers in order
+/// (what a pipelining client sends meanwhile is held), honours `Connection: close`, and on a
+/// graceful shutdown closes the connection once no answer is pending.
+final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum Taken {
+        case poll(session: String)
+        case create
+    }
+
+    /// Sets up hummingbird's pipeline behind this handler (on the loop).
+    typealias HandOn = @Sendable (any Channel) -> EventLoopFuture<Void>
+
+    let door: PollConnectionContext
+    private let setUpHummingbird: HandOn
+    /// Bytes read and not yet taken.
+    private var pending = ByteBuffer()
+    /// The request being answered: its head and raw bytes (handed on whole if the router must answer it).
+    private var current: (head: RawRequestHead, bytes: ByteBuffer)?
+    private var parked: (PollOutput, UInt64)?
+    /// The user whose connection slot an answer holds.
+    private var slot: (user: String, service: PollService)?
+    /// The connection is hummingbird's now.
+    private var handedOn = false
+    /// Close once the pending answer is written (`Connection: close`, a graceful shutdown).
+    private var closeAfterAnswer = false
+    private var idleTimer: Scheduled<Void>?
+    private var lastActive = NIODeadline.now()
+    private var gate: ConnectionTaskGate?
+    /// ``takeRequests(_:)`` is running (an answer written from inside it must not re-enter it).
+    private var taking = false
+
+    init(_ door: PollConnectionContext, handOn: @escaping HandOn) {
+        self.door = door
+        self.setUpHummingbird = handOn
+    }
+
+    // MARK: channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        gate = try? context.pipeline.syncOperations.handler(type: ConnectionTaskGate.self)
+        if context.channel.isActive { scheduleIdleCheck(context, in: door.idleTimeout) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if idleTimer == nil { scheduleIdleCheck(context, in: door.idleTimeout) }
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        idleTimer = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !handedOn else { return context.fireChannelRead(data) }
+        var bytes = unwrapInboundIn(data)
+        if pending.readableBytes == 0 { pending = bytes } else { pending.writeBuffer(&bytes) }
+        if current == nil {
+            takeRequests(context)
+        } else if pending.readableBytes > door.maxBodyBytes + 64 << 10 {
+            // Far more pipelined behind a pending answer than any poller sends.
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // A parked poll whose client went: answered now with nothing taken.
+        if let (output, id) = parked { output.wake(parked: id) }
+        idleTimer?.cancel()
+        idleTimer = nil
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if !handedOn, event is ChannelShouldQuiesceEvent {
+            if current == nil { context.close(promise: nil) } else { closeAfterAnswer = true }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: requests
+
+    /// Takes the complete requests read so far, one at a time, while no answer is pending.
+    private func takeRequests(_ context: ChannelHandlerContext) {
+        // Not re-entered from an answer written meanwhile: the loop below goes on instead.
+        guard !taking else { return }
+        taking = true
+        defer { taking = false }
+        while current == nil, !handedOn, pending.readableBytes > 0 {
+            let head: RawRequestHead
+            switch RawRequestHead.parse(pending.readableBytesView) {
+            case .incomplete: return
+            case .other: return handOn(context)
+            case .head(let h): head = h
+            }
+            guard let taken = take(head) else { return handOn(context) }
+            guard pending.readableBytes >= head.length + head.contentLength else { return }  // the body is on its way
+            let bytes = pending.readSlice(length: head.length + head.contentLength)!
+            // Nothing here keeps the read buffer's storage once a request is taken (a parked
+            // poll would hold kilobytes of it, and the channel could not reuse it).
+            if pending.readableBytes == 0 { pending = ByteBuffer() }
+            current = (head, bytes)
+            lastActive = .now()
+            gate?.pollerRequest()
+            switch taken {
+            case .poll(let session): serve(context, head, session: session, prepared: false)
+            case .create:
+                current!.bytes = ByteBuffer()
+                create(context, head, body: ByteBuffer(bytes: bytes.readableBytesView.dropFirst(head.length)))
+            }
+        }
+    }
+
+    private func take(_ head: RawRequestHead) -> Taken? {
+        let path = head.target.utf8
+        guard path.starts(with: "/v1/poll".utf8), !(door.cors && head.hasOrigin) else { return nil }
+        let rest = path.dropFirst(8).prefix { $0 != UInt8(ascii: "?") }
+        if rest.isEmpty {
+            return head.method == .post && head.contentLength <= door.maxBodyBytes ? .create : nil
+        }
+        guard head.method == .get, head.contentLength == 0, rest.first == UInt8(ascii: "/") else { return nil }
+        let session = rest.dropFirst()
+        guard !session.isEmpty, !session.contains(UInt8(ascii: "/")) else { return nil }
+        return .poll(session: String(decoding: session, as: UTF8.self))
+    }
+
+    /// Gives the connection to hummingbird's pipeline, from the request being answered (if the
+    /// router must answer it after all) or the next one on.
+    private func handOn(_ context: ChannelHandlerContext) {
+        handedOn = true
+        idleTimer?.cancel()
+        idleTimer = nil
+        var bytes = current?.bytes ?? ByteBuffer()
+        current = nil
+        bytes.writeBuffer(&pending)
+        let forward = bytes
+        let channel = context.channel
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        setUpHummingbird(channel).whenComplete { result in
+            let (handler, context) = bound.value
+            guard case .success = result else { return context.close(promise: nil) }
+            handler.gate?.need()
+            if forward.readableBytes > 0 {
+                context.fireChannelRead(handler.wrapInboundOut(forward))
+                context.fireChannelReadComplete()
+            }
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+    }
+
+    // MARK: polls
+
+    /// A poll: answered (or parked) here when the session is open on this node and the token
+    /// known; otherwise readied in a task first (`prepared` false), or handed to the router.
+    private func serve(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: String, prepared: Bool) {
+        let query = Query(target: head.target)
+        guard let service = door.service() else { return handOn(context) }  // the router says why
+        let wait = PollRoutes.nonNegative(query.items["wait"], name: "wait", default: 0)
+        let max = PollRoutes.nonNegative(query.items["max"], name: "max", default: door.maxBatch)
+        guard case .success(let wait) = wait, case .success(let max) = max else {
+            let error = [wait, max].compactMap { if case .failure(let e) = $0 { e } else { nil } }[0]
+            return fail(context, error)
+        }
+        guard let identity = door.authenticator.knownIdentity(query: query, authorization: head.authorization) else {
+            return prepared ? handOn(context) : prepare(context, head, session: session, query: query)
+        }
+        let users = service.runtime.users
+        guard users.openConnection(identity.user) else {
+            service.runtime.metrics.limitHit(.poll, .connections)
+            return fail(context, ProtocolError(.rateLimited, "at most \(users.maxConnections) connections per user", ref: nil))
+        }
+        service.runtime.metrics.connectionOpened(.poll)
+        slot = (identity.user, service)
+        let channel = context.channel
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        // The answer may come from the broker's thread or a timer: written on this loop.
+        let taken = service.pollOnLoop(session: session, user: identity.user, wait: wait, max: max, ack: query.items["ack"],
+                                       loop: loop, alive: { channel.isActive }) { items, cursor in
+            if loop.inEventLoop {
+                let (handler, context) = bound.value
+                handler.respond(context, items, cursor)
+            } else {
+                loop.execute {
+                    let (handler, context) = bound.value
+                    handler.respond(context, items, cursor)
+                }
+            }
+        }
+        switch taken {
+        case .elsewhere:
+            release()
+            if prepared { handOn(context) } else { prepare(context, head, session: session, query: query) }
+        case .answered:
+            break
+        case .parked(let output, let id):
+            // The answer may have come already (from another thread, queued to this loop).
+            // The request's bytes are not needed any more (nor their buffer kept).
+            if current != nil {
+                parked = (output, id)
+                current!.bytes = ByteBuffer()
+            }
+        }
+    }
+
+    /// Verifies the token and opens the session here in a short-lived task, then takes the poll.
+    private func prepare(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: String, query: Query) {
+        let routes = door.routes
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let failure: (status: Int, body: [UInt8])?
+            do {
+                try await routes.preparePoll(query: query, authorization: head.authorization, session: session)
+                failure = nil
+            } catch {
+                failure = RouteSupport.failure(error)
+            }
+            loop.execute {
+                let (handler, context) = bound.value
+                if let failure {
+                    handler.answer(context, status: failure.status, body: ByteBuffer(bytes: failure.body))
+                } else if handler.current != nil {
+                    handler.serve(context, head, session: session, prepared: true)
+                }
+            }
+        }
+    }
+
+    /// `POST /v1/poll`, in a short-lived task.
+    private func create(_ context: ChannelHandlerContext, _ head: RawRequestHead, body: ByteBuffer) {
+        let routes = door.routes
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let answer: (status: Int, body: [UInt8])
+            do {
+                answer = (201, try await routes.createSession(query: Query(target: head.target), authorization: head.authorization,
+                                                              body: body))
+            } catch {
+                answer = RouteSupport.failure(error)
+            }
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.answer(context, status: answer.status, body: ByteBuffer(bytes: answer.body))
+            }
+        }
+    }
+
+    // MARK: answers
+
+    private func fail(_ context: ChannelHandlerContext, _ error: ProtocolError) {
+        let (status, body) = RouteSupport.failure(error)
+        answer(context, status: status, body: ByteBuffer(bytes: body))
+    }
+
+    /// Writes a poll answer; on the connection's loop.
+    fileprivate func respond(_ context: ChannelHandlerContext, _ items: [PollItem], _ cursor: String) {
+        parked = nil
+        release()
+        answer(context, status: 200, body: PollAnswerBody.make(items, cursor: cursor))
+    }
+
+    /// Writes the answer to the current request, then takes the next one.
+    private func answer(_ context: ChannelHandlerContext, status: Int, body: ByteBuffer) {
+        guard let request = current else { return }
+        current = nil
+        lastActive = .now()
+        let close = request.head.close || closeAfterAnswer
+        if context.channel.isActive {
+            context.write(wrapOutboundOut(Self.responseHead(status: status, length: body.readableBytes, close: close)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(body), promise: nil)
+        }
+        if close {
+            context.close(promise: nil)
+            return
+        }
+        takeRequests(context)
+    }
+
+    /// The statuses the poll path answers with, and their reason phrases.
+    private static let known: [HTTPResponse.Status] = [.ok, .created, .badRequest, .unauthorized, .forbidden, .notFound, .conflict,
+                                                        .contentTooLarge, .tooManyRequests, .internalServerError, .serviceUnavailable]
+
+    static func responseHead(status: Int, length: Int, close: Bool) -> ByteBuffer {
+        var head = ByteBuffer()
+        head.reserveCapacity(112)
+        head.writeStaticString("HTTP/1.1 ")
+        head.writeString(String(status))
+        head.writeStaticString(" ")
+        head.writeString(Self.known.first { $0.code == status }?.reasonPhrase ?? "Status")
+        head.writeStaticString("\r\ncontent-type: application/json\r\ncontent-length: ")
+        head.writeString(String(length))
+        head.writeStaticString(close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n")
+        return head
+    }
+
+    private func release() {
+        guard let (user, service) = slot else { return }
+        slot = nil
+        service.runtime.users.closeConnection(user)
+        service.runtime.metrics.connectionClosed(.poll)
+    }
+
+    // MARK: idle connections
+
+    /// One timer per connection, not one per request: when it fires, a connection idle for
+    /// `idleTimeout` is closed, otherwise the check moves to when it would be.
+    private func scheduleIdleCheck(_ context: ChannelHandlerContext, in delay: TimeAmount) {
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: delay) {
+            let (handler, context) = bound.value
+            handler.idleCheck(context)
+        }
+    }
+
+    private func idleCheck(_ context: ChannelHandlerContext) {
+        guard !handedOn, context.channel.isActive else { return }
+        if current != nil { return scheduleIdleCheck(context, in: door.idleTimeout) }
+        let idle = NIODeadline.now() - lastActive
+        if idle >= door.idleTimeout { return context.close(promise: nil) }
+        scheduleIdleCheck(context, in: door.idleTimeout - idle)
+    }
+}

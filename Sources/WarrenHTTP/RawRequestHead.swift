@@ -1,0 +1,145 @@
+import NIOCore
+
+/// The head of an HTTP/1.1 request as far as ``PollConnectionHandler`` needs it, read from the
+/// raw bytes: method, target, and the few fields that decide whether the poll path may take
+/// the request. Anything it is not sure of (another HTTP version, a `Transfer-Encoding`, an
+/// `Expect` or `Upgrade`, a folded or malformed line, a head over the limit) is `.other`, and
+/// the connection goes to hummingbird's full HTTP/1 parser, which answers or refuses it.
+///
+/// Written by hand because the poll path is the hot one (BENCHMARKS.md: NIO's HTTP/1 parser and
+/// the conversion of every request and response to swift-http-types were a third of Warren's
+/// CPU per poll answer).
+struct RawRequestHead: Equatable, Sendable {
+    enum Method: Equatable, Sendable { case get, post, delete, other }
+
+    var method: Method
+    /// The request target as sent (path and query).
+    var target: String
+    var authorization: String?
+    /// An `Origin` field was sent (a cross-origin browser request).
+    var hasOrigin = false
+    var contentLength = 0
+    /// `Connection: close`: answer, then close.
+    var close = false
+    /// Bytes of the head, up to and including the blank line.
+    var length: Int
+
+    enum Parse: Equatable, Sendable {
+        /// The head has not fully arrived yet.
+        case incomplete
+        case head(RawRequestHead)
+        /// Not a head this parser takes: hand the connection on.
+        case other
+    }
+
+    static func parse(_ bytes: ByteBufferView, maxHeadBytes: Int = 16 << 10, maxFields: Int = 100) -> Parse {
+        guard let end = headEnd(bytes, limit: maxHeadBytes) else {
+            return bytes.count >= maxHeadBytes ? .other : .incomplete
+        }
+        let head = bytes[bytes.startIndex..<(end - 2)]  // up to the last field's CRLF
+        var lines = LineIterator(head)
+        guard let requestLine = lines.next(), let parsed = parseRequestLine(requestLine) else { return .other }
+        var result = RawRequestHead(method: parsed.method, target: parsed.target, length: end - bytes.startIndex)
+        var fields = 0
+        var sawLength = false
+        while let line = lines.next() {
+            fields += 1
+            guard fields <= maxFields, let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else { return .other }
+            let name = line[line.startIndex..<colon]
+            guard name.allSatisfy(isTokenByte) else { return .other }
+            let value = trim(line[(colon + 1)...])
+            guard value.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else { return .other }
+            switch name.count {
+            case 6 where equalsLowercase(name, "origin"):
+                result.hasOrigin = true
+            case 6 where equalsLowercase(name, "expect"), 7 where equalsLowercase(name, "upgrade"),
+                 17 where equalsLowercase(name, "transfer-encoding"):
+                return .other
+            case 10 where equalsLowercase(name, "connection"):
+                let lower = String(decoding: value, as: UTF8.self).lowercased()
+                if lower.contains("upgrade") { return .other }
+                if lower.contains("close") { result.close = true }
+            case 13 where equalsLowercase(name, "authorization"):
+                result.authorization = String(decoding: value, as: UTF8.self)
+            case 14 where equalsLowercase(name, "content-length"):
+                guard !sawLength, !value.isEmpty, value.count <= 18, value.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return .other }
+                sawLength = true
+                result.contentLength = value.reduce(0) { $0 * 10 + Int($1 - 48) }
+            default:
+                break
+            }
+        }
+        return .head(result)
+    }
+
+    /// The index just past the first CR LF CR LF, if it is within `limit` bytes.
+    private static func headEnd(_ bytes: ByteBufferView, limit: Int) -> Int? {
+        var i = bytes.startIndex
+        let last = min(bytes.endIndex, bytes.startIndex + limit)
+        while i + 3 < last {
+            if bytes[i + 3] != 10 {  // the fourth byte of CR LF CR LF is LF
+                i += 1
+                continue
+            }
+            if bytes[i] == 13, bytes[i + 1] == 10, bytes[i + 2] == 13 { return i + 4 }
+            i += 1
+        }
+        return nil
+    }
+
+    private static func parseRequestLine(_ line: ByteBufferView.SubSequence) -> (method: Method, target: String)? {
+        guard let firstSpace = line.firstIndex(of: UInt8(ascii: " ")),
+              let lastSpace = line.lastIndex(of: UInt8(ascii: " ")), lastSpace > firstSpace + 1 else { return nil }
+        guard line[(lastSpace + 1)...].elementsEqual("HTTP/1.1".utf8) else { return nil }
+        let target = line[(firstSpace + 1)..<lastSpace]
+        guard target.first == UInt8(ascii: "/"), target.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
+        let method: Method
+        switch line[line.startIndex..<firstSpace] {
+        case let m where m.elementsEqual("GET".utf8): method = .get
+        case let m where m.elementsEqual("POST".utf8): method = .post
+        case let m where m.elementsEqual("DELETE".utf8): method = .delete
+        case let m where m.allSatisfy(isTokenByte): method = .other
+        default: return nil
+        }
+        return (method, String(decoding: target, as: UTF8.self))
+    }
+
+    private static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+        }
+    }
+
+    private static func equalsLowercase(_ bytes: ByteBufferView.SubSequence, _ name: StaticString) -> Bool {
+        let n = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        return bytes.elementsEqual(n) { a, b in (a >= 65 && a <= 90 ? a + 32 : a) == b }
+    }
+
+    private static func trim(_ s: ByteBufferView.SubSequence) -> ByteBufferView.SubSequence {
+        var s = s
+        while let f = s.first, f == 32 || f == 9 { s = s.dropFirst() }
+        while let l = s.last, l == 32 || l == 9 { s = s.dropLast() }
+        return s
+    }
+
+    /// Lines separated by CR LF; a bare CR or LF, or a folded line, ends the iteration with a
+    /// line that fails the checks (nil fields make the head `.other`).
+    private struct LineIterator {
+        var rest: ByteBufferView.SubSequence
+        init(_ bytes: ByteBufferView.SubSequence) { rest = bytes }
+
+        mutating func next() -> ByteBufferView.SubSequence? {
+            guard !rest.isEmpty else { return nil }
+            guard let cr = rest.firstIndex(of: 13) else {
+                defer { rest = rest[rest.endIndex...] }
+                return rest
+            }
+            let line = rest[rest.startIndex..<cr]
+            rest = rest[min(cr + 2, rest.endIndex)...]
+            return line
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import NIOCore
+import Testing
+@testable import WarrenHTTP
+
+@Suite("The poll path's request parser")
+struct RawRequestHeadTests {
+    func parse(_ text: String) -> RawRequestHead.Parse {
+        RawRequestHead.parse(ByteBuffer(string: text).readableBytesView)
+    }
+
+    @Test func readsAPollAndTheFieldsItNeeds() throws {
+        let text = "GET /v1/poll/abc?wait=25&max=10 HTTP/1.1\r\nHost: x\r\nAUTHORIZATION:  Bearer t0k \r\nConnection: keep-alive\r\n\r\nGET /next"
+        guard case .head(let head) = parse(text) else { Issue.record("not a head"); return }
+        #expect(head.method == .get)
+        #expect(head.target == "/v1/poll/abc?wait=25&max=10")
+        #expect(head.authorization == "Bearer t0k")
+        #expect(!head.close && !head.hasOrigin)
+        #expect(head.contentLength == 0)
+        #expect(head.length == text.utf8.count - "GET /next".utf8.count)
+    }
+
+    @Test func readsABodyLengthCloseAndOrigin() {
+        guard case .head(let head) = parse("POST /v1/poll HTTP/1.1\r\nContent-Length: 42\r\norigin: http://a\r\nconnection: Close\r\n\r\n") else {
+            Issue.record("not a head")
+            return
+        }
+        #expect(head.method == .post && head.contentLength == 42 && head.close && head.hasOrigin)
+    }
+
+    @Test func waitsForTheBlankLine() {
+        #expect(parse("GET /v1/poll/abc HTTP/1.1\r\nHost: x\r\n") == .incomplete)
+        #expect(parse("GET /v1/po") == .incomplete)
+    }
+
+    /// Whatever it is not sure of goes to the full parser (which answers or refuses it).
+    @Test(arguments: [
+        "GET /v1/poll/a HTTP/1.0\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /v1/poll HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+        "GET /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\n folded: line\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nno colon\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nBad Name: x\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nX: a\u{01}b\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nX: a\nY: b\r\n\r\n",
+        "GET  HTTP/1.1\r\n\r\n",
+        "GET v1/poll HTTP/1.1\r\n\r\n",
+        "G(T /v1/poll/a HTTP/1.1\r\n\r\n",
+        "GET /v1/poll/a\u{7f} HTTP/1.1\r\n\r\n",
+        "\r\n\r\n",
+    ])
+    func handsOnWhatItIsNotSureOf(_ text: String) {
+        #expect(parse(text) == .other)
+    }
+
+    @Test func aHeadOverTheLimitIsHandedOn() {
+        let long = "GET /v1/poll/a HTTP/1.1\r\nX: " + String(repeating: "a", count: 20_000)
+        #expect(parse(long) == .other)
+        let fields = "GET /v1/poll/a HTTP/1.1\r\n" + String(repeating: "X: y\r\n", count: 101) + "\r\n"
+        #expect(parse(fields) == .other)
+    }
+
+    @Test func theResponseHeadIsPlainHTTP() {
+        let head = PollConnectionHandler.responseHead(status: 503, length: 12, close: true)
+        #expect(String(buffer: head) == "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 12\r\nconnection: close\r\n\r\n")
+    }
+}
