@@ -287,19 +287,27 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     fileprivate func respond(_ context: ChannelHandlerContext, _ items: [PollItem], _ cursor: String) {
         parked = nil
         release()
-        answer(context, status: 200, body: PollAnswerBody.make(items, cursor: cursor))
+        answer(context, response: PollAnswerBody.response(items, cursor: cursor), headSaysClose: false)
     }
 
-    /// Writes the answer to the current request, then takes the next one.
+    /// Writes a JSON answer that is not a poll's (a new session, an error).
     private func answer(_ context: ChannelHandlerContext, status: Int, body: ByteBuffer) {
+        let close = current?.head.close ?? false
+        var response = Self.responseHead(status: status, length: body.readableBytes, close: close, reserving: body.readableBytes)
+        response.writeImmutableBuffer(body)
+        answer(context, response: response, headSaysClose: close)
+    }
+
+    /// Writes the whole response to the current request (one buffer, one write), then takes
+    /// the next request.
+    private func answer(_ context: ChannelHandlerContext, response: ByteBuffer, headSaysClose: Bool) {
         guard let request = current else { return }
         current = nil
         lastActive = .now()
         let close = request.head.close || closeAfterAnswer
-        if context.channel.isActive {
-            context.write(wrapOutboundOut(Self.responseHead(status: status, length: body.readableBytes, close: close)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(body), promise: nil)
-        }
+        // Closing after it (asked for, or shutting down): the head says so.
+        let response = close && !headSaysClose ? Self.withClose(response) : response
+        if context.channel.isActive { context.writeAndFlush(wrapOutboundOut(response), promise: nil) }
         if close {
             context.close(promise: nil)
             return
@@ -311,9 +319,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private static let known: [HTTPResponse.Status] = [.ok, .created, .badRequest, .unauthorized, .forbidden, .notFound, .conflict,
                                                         .contentTooLarge, .tooManyRequests, .internalServerError, .serviceUnavailable]
 
-    static func responseHead(status: Int, length: Int, close: Bool) -> ByteBuffer {
+    /// The response head, in a buffer with room for a body of `reserving` bytes after it.
+    static func responseHead(status: Int, length: Int, close: Bool, reserving: Int = 0) -> ByteBuffer {
         var head = ByteBuffer()
-        head.reserveCapacity(112)
+        head.reserveCapacity(128 + reserving)
         head.writeStaticString("HTTP/1.1 ")
         head.writeString(String(status))
         head.writeStaticString(" ")
@@ -322,6 +331,18 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         head.writeString(String(length))
         head.writeStaticString(close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n")
         return head
+    }
+
+    /// `response` with `connection: close` added to its head.
+    static func withClose(_ response: ByteBuffer) -> ByteBuffer {
+        let view = response.readableBytesView
+        guard let end = view.firstRange(of: "\r\n\r\n".utf8) else { return response }
+        var out = ByteBuffer()
+        out.reserveCapacity(response.readableBytes + 19)
+        out.writeBytes(view[view.startIndex..<end.lowerBound])
+        out.writeStaticString("\r\nconnection: close")
+        out.writeBytes(view[end.lowerBound...])
+        return out
     }
 
     private func release() {

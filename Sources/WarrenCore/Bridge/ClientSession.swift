@@ -184,7 +184,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         do {
             switch mode {
             case .live:
-                try await runtime.hub.subscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id), receiver: self)
+                try await runtime.hub.subscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id, receiver: self))
             case .inbox:
                 let inbox = try await ensureInbox()
                 try await inbox.bind(pattern)
@@ -275,9 +275,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     // MARK: deliveries
 
-    public func deliverLive(_ delivery: LiveDelivery) {
-        guard deliver(delivery.frame, inboxID: nil, route: delivery.routeKey.value) else { return }
-        delivered(delivery.routeClass, bytes: delivery.frame.readableBytes, acceptedAt: delivery.acceptedAt)
+    public func deliverLive(_ delivery: LiveDelivery) -> Frontend? {
+        deliver(delivery.frame, inboxID: nil, route: delivery.routeKey.value) ? frontend : nil
     }
 
     /// A `msg` frame to the output; a full output closes a WebSocket with 4008.
@@ -288,8 +287,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     }
 
     private func delivered(_ route: RouteClass, bytes: Int, acceptedAt: Int64) {
-        runtime.metrics.message(route, frontend, .out, bytes: bytes)
-        runtime.metrics.delivered(route, acceptedAtMilliseconds: acceptedAt)
+        runtime.metrics.delivered(route, frontend, count: 1, bytes: bytes, acceptedAtMilliseconds: acceptedAt)
     }
 
     public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool, acceptedAt: Int64) {
@@ -371,7 +369,6 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
                 await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
             }
         }
-        runtime.hub.removeReceiver(me)
         await inbox?.close()
     }
 }

@@ -3,10 +3,28 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// One subscriber of the live fan-out: a session and its subscription id.
+/// One subscriber of the live fan-out: a session and its subscription id, and the session's
+/// receiver (kept with it, so a delivery needs no lookup per subscriber). Equal by session and
+/// subscription id.
 public struct LiveSubscriber: Hashable, Sendable {
     public let session: ObjectIdentifier
     public let subscriptionID: String
+    let receiver: (any LiveReceiver)?
+
+    public init(session: ObjectIdentifier, subscriptionID: String, receiver: (any LiveReceiver)? = nil) {
+        self.session = session
+        self.subscriptionID = subscriptionID
+        self.receiver = receiver
+    }
+
+    public static func == (a: LiveSubscriber, b: LiveSubscriber) -> Bool {
+        a.session == b.session && a.subscriptionID == b.subscriptionID
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(session)
+        hasher.combine(subscriptionID)
+    }
 }
 
 /// One live message on its way to the local subscribers of one subscription id.
@@ -23,8 +41,10 @@ public struct LiveDelivery: Sendable {
 
 /// Receives live deliveries for one session.
 public protocol LiveReceiver: AnyObject, Sendable {
-    /// Called on the AMQP event loop, once per matching subscription.
-    func deliverLive(_ delivery: LiveDelivery)
+    /// Called on the AMQP event loop, once per matching subscription. Returns the frontend the
+    /// delivery is counted under, nil when it was not delivered (the hub counts the fan-out's
+    /// deliveries once per message and frontend).
+    func deliverLive(_ delivery: LiveDelivery) -> Frontend?
 }
 
 /// The node's live fan-out (DESIGN §3, `live`).
@@ -49,7 +69,6 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     let metrics: WarrenMetrics
     let ids = UUIDv7Generator()
     private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
-    private let receivers = NIOLockedValueBox<[ObjectIdentifier: any LiveReceiver]>([:])
     private let serial: SerialJobQueue
 
     public init(channel: any BrokerChannel, bindChannel: any BrokerChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
@@ -72,9 +91,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// How many distinct live patterns are bound for this node.
     public var patternCount: Int { trie.withLockedValue { $0.patternCount } }
 
-    /// Adds a live subscription; returns once its binding is in place.
-    public func subscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber, receiver: any LiveReceiver) async throws {
-        receivers.withLockedValue { $0[subscriber.session] = receiver }
+    /// Adds a live subscription (`subscriber` carries its receiver); returns once its binding is in place.
+    public func subscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async throws {
         try await serial.run { [self] in
             let isFirst = trie.withLockedValue { $0.subscribers(of: pattern).isEmpty }
             if isFirst {
@@ -98,11 +116,6 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         }
     }
 
-    /// Forgets a session's receiver (after its subscriptions were removed).
-    public func removeReceiver(_ session: ObjectIdentifier) {
-        _ = receivers.withLockedValue { $0.removeValue(forKey: session) }
-    }
-
     // MARK: AMQPDeliverySink
 
     public func deliver(_ message: AMQPMessage) {
@@ -111,33 +124,58 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         guard let key = try? RouteKey(message.routingKey) else { return }
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
         let envelope = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids).bytes
-        // Collect under the locks, deliver outside them.
+        // Collect under the lock, deliver outside it.
         var matched: [LiveSubscriber] = []
         trie.withLockedValue { trie in
             trie.forEachMatch(key) { _, subscribers in matched.append(contentsOf: subscribers) }
         }
         if matched.isEmpty { return }
-        let targets: [(LiveSubscriber, any LiveReceiver)] = receivers.withLockedValue { r in
-            matched.compactMap { s in r[s.session].map { (s, $0) } }
-        }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
         // same bytes go to every socket: no per-socket encoding or copy.
         var deliveries: [String: LiveDelivery] = [:]
-        for (subscriber, receiver) in targets {
+        var last: LiveDelivery?
+        var lastID = ""
+        // Counted once per message and frontend, not per delivery (no metric lock per socket).
+        var counts = FanOutCounts()
+        for subscriber in matched {
+            guard let receiver = subscriber.receiver else { continue }
             let id = subscriber.subscriptionID
             let delivery: LiveDelivery
-            if let built = deliveries[id] {
+            if let last, id == lastID {
+                delivery = last
+            } else if let built = deliveries[id] {
                 delivery = built
             } else {
                 let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
                 delivery = LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted)
                 deliveries[id] = delivery
             }
-            receiver.deliverLive(delivery)
+            last = delivery
+            lastID = id
+            if let frontend = receiver.deliverLive(delivery) { counts.add(frontend, bytes: delivery.frame.readableBytes) }
         }
+        counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
     }
 
     public func finish(_ error: AMQPError?) {
         if let error { logger.error("live consumer ended", metadata: ["error": "\(error)"]) }
+    }
+}
+
+/// A fan-out's deliveries per frontend, counted into the metrics once.
+struct FanOutCounts {
+    private var counts = [(deliveries: Int, bytes: Int)](repeating: (0, 0), count: Frontend.allCases.count)
+
+    mutating func add(_ frontend: Frontend, bytes: Int) {
+        counts[frontend.rawValue].deliveries += 1
+        counts[frontend.rawValue].bytes += bytes
+    }
+
+    func record(on metrics: WarrenMetrics, route: RouteClass, acceptedAt: Int64) {
+        let now = WallClock.milliseconds()
+        for frontend in Frontend.allCases where counts[frontend.rawValue].deliveries > 0 {
+            let c = counts[frontend.rawValue]
+            metrics.delivered(route, frontend, count: c.deliveries, bytes: c.bytes, acceptedAtMilliseconds: acceptedAt, now: now)
+        }
     }
 }

@@ -166,16 +166,22 @@ public final class WarrenMetrics: Sendable {
         dropCounts[cell].wrappingIncrement(ordering: .relaxed)
     }
 
-    /// Acceptance (the envelope's `ts`, ms) to now.
-    public func delivered(_ routingKey: String, acceptedAtMilliseconds ts: Int64, now: Int64 = WallClock.milliseconds()) {
-        delivered(routeClass(routingKey), acceptedAtMilliseconds: ts, now: now)
-    }
-
-    public func delivered(_ route: RouteClass, acceptedAtMilliseconds ts: Int64, now: Int64 = WallClock.milliseconds()) {
+    /// `count` deliveries of one message to clients of `frontend` (`bytes` in all), accepted at
+    /// `ts` (the envelope's, ms). A fan-out is counted once, not once per socket: the counters
+    /// move by `count`, `/v1/stats`' latency buckets by `count`, and the Prometheus histogram
+    /// `warren_delivery_latency_seconds` takes one observation per message and frontend (every
+    /// socket of a fan-out shares its latency up to the write).
+    public func delivered(_ route: RouteClass, _ frontend: Frontend, count: Int, bytes: Int, acceptedAtMilliseconds ts: Int64,
+                          now: Int64 = WallClock.milliseconds()) {
+        let cell = (route.index * Frontend.allCases.count + frontend.rawValue) * Direction.allCases.count + Direction.out.rawValue
+        messages[cell].increment(by: Int64(count))
+        self.bytes[cell].increment(by: Int64(bytes))
+        messageCounts[cell].wrappingIncrement(by: count, ordering: .relaxed)
+        byteCounts[cell].wrappingIncrement(by: bytes, ordering: .relaxed)
         let seconds = Double(max(0, now - ts)) / 1000
         let c = route.index
         deliveryLatency[c].recordNanoseconds(Int64(seconds * 1e9))
-        latencyBuckets[c * (Self.buckets.count + 1) + Self.bucket(seconds)].wrappingIncrement(ordering: .relaxed)
+        latencyBuckets[c * (Self.buckets.count + 1) + Self.bucket(seconds)].wrappingIncrement(by: count, ordering: .relaxed)
     }
 
     public func confirmed(_ routingKey: String, after duration: Duration) {
