@@ -56,7 +56,7 @@ struct PollBufferTests {
     @Test func aParkedPollIsAnsweredByTheDeliveryItself() {
         let output = PollOutput(maxLength: 10)
         let woken = NIOLockedValueBox(0)
-        let id = output.park(timeout: .hours(1), on: MultiThreadedEventLoopGroup.singleton.any()) {
+        let id = output.park(timeout: .hours(1), deadlines: Self.deadlines) {
             woken.withLockedValue { $0 += 1 }
         }
         #expect(id != nil && output.hasWaiter)
@@ -65,8 +65,34 @@ struct PollBufferTests {
         #expect(woken.withLockedValue { $0 } == 1, "woken by the delivery")
         #expect(!output.hasWaiter)
         // With something buffered, a poll does not park at all.
-        #expect(output.park(timeout: .hours(1), on: MultiThreadedEventLoopGroup.singleton.any()) { woken.withLockedValue { $0 += 1 } } == nil)
+        #expect(output.park(timeout: .hours(1), deadlines: Self.deadlines) { woken.withLockedValue { $0 += 1 } } == nil)
         #expect(woken.withLockedValue { $0 } == 1)
+    }
+
+    static let deadlines = PollDeadlines(loop: MultiThreadedEventLoopGroup.singleton.any(), longest: .hours(1))
+
+    /// A poll's deadline wakes it; an earlier poll's deadline, coming round after a delivery
+    /// answered it, does not wake the poll parked after it.
+    @Test func theDeadlineWheelWakesOnlyThePollItWasSetFor() async {
+        let deadlines = PollDeadlines(loop: MultiThreadedEventLoopGroup.singleton.any(), longest: .seconds(60))
+        let output = PollOutput(maxLength: 10)
+        let early = NIOLockedValueBox(0)
+        #expect(output.park(timeout: .milliseconds(200), deadlines: deadlines) { early.withLockedValue { $0 += 1 } } != nil)
+        _ = output.deliver(item(1).frame, inboxID: nil)
+        _ = output.withBuffer { $0.take(max: 10) }
+        #expect(early.withLockedValue { $0 } == 1)
+        // Parked again, for an hour: the first poll's slot comes round and must leave it be;
+        // a third poll with a short deadline (a sentinel) is woken by the wheel, taking its place.
+        let second = NIOLockedValueBox(0)
+        #expect(output.park(timeout: .hours(1), deadlines: Self.deadlines) { second.withLockedValue { $0 += 1 } } != nil)
+        let other = PollOutput(maxLength: 10)
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            #expect(other.park(timeout: .milliseconds(300), deadlines: deadlines) { c.resume() } != nil)
+        }
+        #expect(second.withLockedValue { $0 } == 0, "the answered poll's deadline did not wake the next one")
+        #expect(output.hasWaiter)
+        output.wake()
+        #expect(second.withLockedValue { $0 } == 1)
     }
 
     @Test func waitingInboxDeliveriesAreHandedBackLiveOnesStay() {

@@ -12,9 +12,6 @@ public final class PollOutput: SessionOutput {
         var buffer: PollBuffer
         /// The parked poll: called once, outside the lock, when it is to be answered.
         var waiter: (id: UInt64, wake: @Sendable () -> Void)?
-        /// The parked poll's deadline timer: cancelled when the poll is answered sooner (an
-        /// uncancelled timer per answer would pile up in the event loop's timer heap).
-        var timer: Scheduled<Void>?
         var nextWaiter: UInt64 = 0
         var closed = false
     }
@@ -51,39 +48,37 @@ public final class PollOutput: SessionOutput {
         waiter?()
     }
 
-    /// Removes the parked poll (if any) and its timer; the caller wakes it outside the lock.
+    /// Removes the parked poll (if any); the caller wakes it outside the lock.
     private static func takeWaiter(_ s: inout State) -> (@Sendable () -> Void)? {
         guard let w = s.waiter else { return nil }
         s.waiter = nil
-        s.timer?.cancel()
-        s.timer = nil
         return w.wake
     }
 
     // MARK: polls
 
     /// Waits until a delivery is buffered, ``wake()`` is called, another poll takes this one's
-    /// place, or `timeout` passes (a timer on `loop`, no task per wait).
-    public func wait(timeout: TimeAmount, on loop: any EventLoop) async {
+    /// place, or `timeout` passes (on `deadlines`, no task or timer per wait).
+    public func wait(timeout: TimeAmount, deadlines: PollDeadlines) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            if park(timeout: timeout, on: loop, wake: { c.resume() }) == nil { c.resume() }
+            if park(timeout: timeout, deadlines: deadlines, wake: { c.resume() }) == nil { c.resume() }
         }
     }
 
     /// Parks a poll: `wake` is called once, from whichever thread answers it (a delivery, the
-    /// timer on `loop`, a poll taking its place, a close, ``wake(parked:)``). Returns the parked
-    /// poll's id; nil, and `wake` not kept, when there is something to answer already.
-    public func park(timeout: TimeAmount, on loop: any EventLoop, wake: @escaping @Sendable () -> Void) -> UInt64? {
+    /// deadline, a poll taking its place, a close, ``wake(parked:)``). Returns the parked poll's
+    /// id; nil, and `wake` not kept, when there is something to answer already.
+    public func park(timeout: TimeAmount, deadlines: PollDeadlines, wake: @escaping @Sendable () -> Void) -> UInt64? {
         let (parked, displaced) = state.withLockedValue { s -> (UInt64?, (@Sendable () -> Void)?) in
             if s.closed || !s.buffer.isEmpty { return (nil, nil) }
             let displaced = Self.takeWaiter(&s)
             s.nextWaiter += 1
             let id = s.nextWaiter
             s.waiter = (id, wake)
-            s.timer = loop.scheduleTask(in: timeout) { [weak self] in self?.wake(only: id) }
             return (id, displaced)
         }
         displaced?()
+        if let parked { deadlines.add(self, id: parked, after: timeout) }
         return parked
     }
 

@@ -37,6 +37,8 @@ public final class PollService: Sendable {
     /// Session ids deleted here, with when.
     private let deleted = NIOLockedValueBox<[String: Int64]>([:])
     private let sweeper = NIOLockedValueBox<RepeatedTask?>(nil)
+    /// When parked polls time out.
+    let deadlines: PollDeadlines
 
     public init(runtime: BridgeRuntime, settings: PollSettings, codec: PollSessionCodec, nodeID: String, logger: Logger,
                 loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) {
@@ -46,6 +48,7 @@ public final class PollService: Sendable {
         self.nodeID = nodeID
         self.logger = logger
         self.loop = loop
+        self.deadlines = PollDeadlines(loop: loop, longest: .seconds(Int64(settings.maxWait)))
         let task = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
             self?.sweep(now: WallClock.milliseconds())
         }
@@ -131,7 +134,7 @@ public final class PollService: Sendable {
             logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"])
             // A drain answers held long-polls at once (with what they have).
             await withGracefulShutdownHandler {
-                await session.output.wait(timeout: .seconds(Int64(wait)), on: loop)
+                await session.output.wait(timeout: .seconds(Int64(wait)), deadlines: deadlines)
             } onGracefulShutdown: {
                 session.output.wake()
             }
@@ -182,7 +185,7 @@ public final class PollService: Sendable {
         }
         let wait = min(wait, settings.maxWait)
         if wait > 0 {
-            if let id = session.output.park(timeout: .seconds(Int64(wait)), on: loop, wake: finish) {
+            if let id = session.output.park(timeout: .seconds(Int64(wait)), deadlines: deadlines, wake: finish) {
                 logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"])
                 return .parked(session.output, id)
             }

@@ -1,0 +1,20 @@
+import Testing
+@testable import WarrenHTTP
+
+@Suite("Query strings")
+struct QueryTests {
+    @Test func readsItemsFirstWinsAndDecodes() {
+        let q = Query(target: "/v1/poll/s3ss10n.abc?wait=25&&max=&flag&user=al%69ce&wait=3&msg=a+b%2Bc")
+        #expect(q.items["wait"] == "25")
+        #expect(q.items["max"] == "")
+        #expect(q.items["flag"] == "")
+        #expect(q.items["user"] == "alice")
+        #expect(q.items["msg"] == "a b+c")
+        #expect(q.items.count == 5)
+    }
+
+    @Test func noQueryNoItems() {
+        #expect(Query(target: "/v1/poll/abc").items.isEmpty)
+        #expect(Query(target: "/v1/poll/abc?").items.isEmpty)
+    }
+}
