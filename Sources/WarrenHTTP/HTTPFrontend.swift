@@ -48,9 +48,11 @@ public enum HTTPFrontend {
                 : Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "not ready\n")))
         }
         // A plain GET of the WebSocket path is answered here with the reason an upgrade would be
-        // refused (hummingbird-websocket answers a refused upgrade itself, with an empty 400).
+        // refused (a refused upgrade gets the same status and reason: HandshakeRefusal).
         router.get("v1/ws") { request, _ -> Response in
-            guard link.runtime != nil, !link.isDraining else { return errorResponse(503, .unavailable, "not accepting connections") }
+            guard link.runtime != nil, link.isBrokerUp, !link.isDraining else {
+                return errorResponse(503, .unavailable, "not accepting connections")
+            }
             let identity: ClientIdentity
             do {
                 (identity, _) = try await authenticator.authenticate(query: Query(target: request.uri.description),
@@ -79,26 +81,36 @@ public enum HTTPFrontend {
                                                         max(1, configuration.websocket.idleTimeout / 2)))),
             closeTimeout: .seconds(5),
             validateUTF8: true)
-        // Refused upgrades get hummingbird-websocket's empty 400; a plain GET of /v1/ws with the
-        // same credentials is answered by the router with the reason (401, 429, 503, ...).
+        // A refused upgrade is answered with its status and JSON reason (HandshakeRefusal); a plain
+        // GET of /v1/ws with the same credentials gets the same from the router.
         let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
             -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, channel, logger in
                 // Upgraded or refused, the connection is hummingbird's from here.
                 ConnectionTaskGate.need(on: channel)
-                guard request.path?.split(separator: "?").first == "/v1/ws", !link.isDraining, let runtime = link.runtime else {
+                // A refusal is answered with its status and reason (DESIGN §4), not an empty 400.
+                func refuse(_ status: Int, _ code: ErrorCode, _ message: String) async -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+                    await HandshakeRefusal.send(on: channel, status: status, code: code, message: message)
                     return .dontUpgrade
+                }
+                guard request.path?.split(separator: "?").first == "/v1/ws" else {
+                    return await refuse(404, .notFound, "WebSocket upgrades are served at /v1/ws")
+                }
+                guard !link.isDraining, link.isBrokerUp, let runtime = link.runtime else {
+                    return await refuse(503, .unavailable, "not accepting connections")
                 }
                 let identity: ClientIdentity
                 let expiresAt: Date?
                 do {
                     (identity, expiresAt) = try await authenticator.authenticate(
                         query: Query(target: request.path ?? ""), authorization: request.headerFields[.authorization])
+                } catch let error as AuthFailure {
+                    return await refuse(error.status, error.code, error.message)
                 } catch {
-                    return .dontUpgrade
+                    return await refuse(401, .unauthorized, "\(error)")
                 }
                 guard runtime.users.openConnection(identity.user) else {
                     runtime.metrics.limitHit(.ws, .connections)
-                    return .dontUpgrade
+                    return await refuse(429, .rateLimited, "at most \(runtime.users.maxConnections) connections per user")
                 }
                 return .upgrade([:]) { inbound, outbound, _ in
                     defer { runtime.users.closeConnection(identity.user) }

@@ -72,7 +72,13 @@ public final class BrokerLink: Service, Sendable {
     public var isReady: Bool {
         if draining.withLockedValue({ $0 }) { return false }
         if let conversations, !conversations.isHealthy { return false }
-        return state.withLockedValue { s in
+        return isBrokerUp
+    }
+
+    /// The broker connections are up with their topology (WebSocket upgrades are refused
+    /// with 503 otherwise).
+    public var isBrokerUp: Bool {
+        state.withLockedValue { s in
             guard s.topologyReady, !s.connections.isEmpty else { return false }
             return s.connections.allSatisfy { $0.state == .connected }
         }
