@@ -45,30 +45,11 @@ struct Query {
     }
 
     static func decode(_ s: Substring.UTF8View.SubSequence) -> String {
+        let raw = String(Substring(s))
         // Most values (session strings, cursors, numbers) need no decoding.
-        if !s.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) { return String(Substring(s)) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(s.count)
-        var it = s.makeIterator()
-        while let c = it.next() {
-            if c == UInt8(ascii: "+") {
-                bytes.append(0x20)
-            } else if c == UInt8(ascii: "%"), let h = it.next(), let l = it.next(), let hi = hexValue(h), let lo = hexValue(l) {
-                bytes.append(hi << 4 | lo)
-            } else {
-                bytes.append(c)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        guard s.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return raw }
+        let spaced = raw.replacingOccurrences(of: "+", with: " ")
+        return spaced.removingPercentEncoding ?? spaced
     }
 }
 
