@@ -159,7 +159,9 @@ public enum HTTPFrontend {
         logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
         runtime.metrics.connectionOpened(.ws)
         defer { runtime.metrics.connectionClosed(.ws) }
-        let output = WebSocketOutput(channel: channel, limit: runtime.limits.outboundBufferBytes)
+        let output = WebSocketOutput(channel: channel, limit: runtime.limits.outboundBufferBytes,
+                                     hardCap: runtime.limits.effectiveHardCapBytes,
+                                     grace: .seconds(Int64(runtime.limits.slowGraceSeconds)))
         await output.installWireWriter()
         sockets.add(output)
         defer { sockets.remove(output) }

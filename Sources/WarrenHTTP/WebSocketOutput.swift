@@ -9,12 +9,20 @@ import WSCore
 ///
 /// Frames are written straight into the socket's NIO channel (through a ``FrameOutbox``, so a
 /// burst of deliveries costs one event-loop hop and one flush per socket, not one per frame),
-/// bypassing the async writer hummingbird-websocket hands the handler. The bound is the
-/// channel's write-buffer high-water mark, set to `limit`: once more than that is waiting
-/// for a client that does not read, `send` refuses and the session closes the socket with
-/// 4008, so a stalled client costs at most about `limit` bytes (plus one tick's frames).
+/// bypassing the async writer hummingbird-websocket hands the handler. Two bounds on what
+/// waits for a client: the channel's write-buffer high-water mark is the hard cap — above it
+/// `send` refuses and the session closes the socket with 4008 at once — and `limit` is the soft
+/// one: a socket found above it at each flush for longer than `grace` is refused (4008) too.
+/// A client that keeps reading drains a burst without being closed; a stalled one costs at
+/// most about the hard cap (plus one tick's frames).
 final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     let channel: any Channel
+    private let limit: Int
+    private let grace: TimeAmount
+    /// Since when the socket has been over `limit` (at a flush); touched only on `channel.eventLoop`.
+    private var overSince: NIODeadline?
+    /// The socket stayed over `limit` past the grace: refuse from now on.
+    private let overTooLong = ManagedAtomic(false)
     private let closeRequest = NIOLockedValueBox<(code: UInt16, reason: String)?>(nil)
     /// Set with the close request; read on every send (an atomic load, not a lock).
     private let closing = ManagedAtomic(false)
@@ -26,15 +34,17 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     /// `channel.eventLoop`.
     private var wire: WireFrameWriter?
 
-    init(channel: any Channel, limit: Int) {
+    init(channel: any Channel, limit: Int, hardCap: Int, grace: TimeAmount) {
         self.channel = channel
+        self.limit = limit
+        self.grace = grace
         (closeSignal, closeContinuation) = AsyncStream<Void>.makeStream()
-        channel.setOption(ChannelOptions.writeBufferWaterMark,
-                          value: .init(low: max(1, limit / 2), high: max(2, limit))).whenFailure { _ in }
+        let high = max(2, hardCap, limit)
+        channel.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: max(1, high / 2), high: high)).whenFailure { _ in }
     }
 
     func send(_ frame: ByteBuffer) -> Bool {
-        guard channel.isWritable, !closing.load(ordering: .relaxed) else { return false }
+        guard channel.isWritable, !closing.load(ordering: .relaxed), !overTooLong.load(ordering: .relaxed) else { return false }
         FrameOutbox.enqueue(frame, for: self)
         return true
     }
@@ -62,10 +72,20 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
         return !needsFlush
     }
 
-    /// On `channel.eventLoop` only.
+    /// On `channel.eventLoop` only. After the flush (which writes what the kernel takes), checks
+    /// what is left against the soft limit and its grace.
     func flushOnLoop() {
         needsFlush = false
         if let wire { wire.flush() } else { channel.flush() }
+        let waiting = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+        if waiting <= limit {
+            overSince = nil
+        } else if let since = overSince {
+            if NIODeadline.now() - since >= grace { overTooLong.store(true, ordering: .relaxed) }
+        } else {
+            overSince = .now()
+            if grace == .zero { overTooLong.store(true, ordering: .relaxed) }
+        }
     }
 
     func close(code: UInt16, reason: String) {

@@ -192,6 +192,32 @@ struct TokenAuthTests {
 
 @Suite("Slow consumers", .serialized)
 struct SlowConsumerTests {
+    /// A burst a reading socket can drain does not close it (`websocket.slow_grace`): 64 MB in
+    /// a room, 1,280 messages of 50 KB published over AMQP as fast as confirms allow. Both
+    /// sockets of the room get every message and still answer; none is closed with 4008.
+    @Test func readingSocketsSurviveABurstTheyCanDrain() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let room = "room.burst\(UUID().uuidString.prefix(6).lowercased())"
+        let readers = [try await warren.socket(uniqueUser("reader")), try await warren.socket(uniqueUser("reader"))]
+        for r in readers { try await r.subscribe("r", room) }
+        let amqp = try await AMQPObserver.bound(to: warren.exchange, pattern: "nothing.here")
+        defer { Task { await amqp.close() } }
+        try await amqp.channel.confirmSelect()
+        let body = ByteBuffer(repeating: UInt8(ascii: "x"), count: 50_000)
+        var inFlight: [EventLoopFuture<Void>] = []
+        for _ in 0..<1280 {
+            inFlight.append(try amqp.channel.startPublish(body, exchange: warren.exchange, routingKey: room).futureResult)
+            if inFlight.count == 64 { try await inFlight.removeFirst().get() }
+        }
+        for f in inFlight { try await f.get() }
+        for r in readers {
+            for _ in 0..<1280 { _ = try await r.next(op: "msg") }
+            _ = try await r.request(#"{"op":"ping"}"#, expect: "pong")
+        }
+        #expect(!warren.process.log.contains("closing a slow consumer"))
+    }
+
     /// A client that never reads fills its bounded outbound buffer and is closed with 4008;
     /// Warren's memory does not grow with it and other sockets carry on.
     @Test func aSocketThatNeverReadsIsClosedWith4008() async throws {

@@ -17,6 +17,8 @@ struct OperationsTests {
         ("[[route]]\nname = \"rooms\"\npattern = \"room..#\"\n", "route.pattern"),
         ("[inbox]\nqueue_type = \"stream\"\n", "inbox.queue_type"),
         ("[limits]\nmax_message_bytes = -5\n", "limits.max_message_bytes"),
+        ("[limits]\noutbound_hard_cap_bytes = -1\n", "limits.outbound_hard_cap_bytes"),
+        ("[websocket]\nslow_grace = 601\n", "websocket.slow_grace"),
         ("[log]\nlevel = \"loud\"\n", "log.level"),
         ("[nonsense]\na = 1\n", "nonsense"),
         ("[amqp\nurl = 1\n", "(file)"),

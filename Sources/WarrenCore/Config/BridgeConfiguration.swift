@@ -279,6 +279,9 @@ public struct BridgeConfiguration: Sendable {
                                                         range: 1...100_000)
         config.limits.outboundBufferBytes = try source.int("limits", "outbound_buffer_bytes", default: config.limits.outboundBufferBytes,
                                                            range: 4096...(1 << 30))
+        config.limits.outboundHardCapBytes = try source.int("limits", "outbound_hard_cap_bytes",
+                                                            default: config.limits.outboundHardCapBytes, range: 0...(1 << 31))
+        config.limits.slowGraceSeconds = try source.int("websocket", "slow_grace", default: config.limits.slowGraceSeconds, range: 0...600)
         config.limits.maxPendingPublishes = try source.int("limits", "max_pending_publishes", default: config.limits.maxPendingPublishes,
                                                            range: 1...100_000)
         config.limits.maxConnectionsPerUser = try source.int("limits", "max_connections_per_user",
@@ -368,14 +371,15 @@ extension BridgeConfiguration {
                   "allow_insecure = \(auth.allowInsecure)", ""]
         lines += ["[acl]", "subscribe = \(list(acl.subscribe))", "publish = \(list(acl.publish))", ""]
         for r in routes { lines += ["[[route]]", "name = \(q(r.name))", "pattern = \(q(r.pattern.value))", ""] }
-        lines += ["[websocket]", "ping_interval = \(websocket.pingInterval)", "idle_timeout = \(websocket.idleTimeout)", ""]
+        lines += ["[websocket]", "ping_interval = \(websocket.pingInterval)", "idle_timeout = \(websocket.idleTimeout)",
+                  "slow_grace = \(limits.slowGraceSeconds)", ""]
         lines += ["[inbox]", "prefetch = \(inbox.prefetch)", "expires_ms = \(inbox.expiresMilliseconds)", "max_length = \(inbox.maxLength)",
                   "overflow = \(q(inbox.overflow))", "queue_type = \(q(inbox.queueType))", ""]
         lines += ["[poll]", "session_ttl = \(poll.sessionTTL)", "max_wait = \(poll.maxWait)", "max_batch = \(poll.maxBatch)",
                   "lease = \(poll.lease)", "max_length = \(poll.maxLength)", ""]
         lines += ["[limits]", "max_message_bytes = \(limits.maxMessageBytes)", "max_frame_bytes = \(limits.maxFrameBytes)",
                   "max_bad_frames = \(limits.maxBadFrames)", "max_subscriptions = \(limits.maxSubscriptions)",
-                  "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)",
+                  "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "outbound_hard_cap_bytes = \(limits.outboundHardCapBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)",
                   "max_connections_per_user = \(limits.maxConnectionsPerUser)", "publish_rate = \(limits.publishRate)",
                   "publish_burst = \(limits.publishBurst)", ""]
         lines += ["[store]", "enabled = \(store.enabled)", "url = \(q(StoreSettings.Backend(url: store.url)?.redacted ?? store.url))",
