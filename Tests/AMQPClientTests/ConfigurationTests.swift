@@ -3,6 +3,16 @@ import NIOCore
 import Testing
 
 @Suite struct URLTests {
+    @Test func aClusterOfURLs() throws {
+        let c = try AMQPConfiguration(urls: ["amqp://u:p@a:5672/v", "amqp://u:p@b:5673/v", "amqp://u:p@[::1]/v"])
+        #expect(c.endpoints == [.init(host: "a", port: 5672), .init(host: "b", port: 5673), .init(host: "::1", port: 5672)])
+        #expect(c.redactedURLs == ["amqp://u:***@a:5672/v", "amqp://u:***@b:5673/v", "amqp://u:***@[::1]:5672/v"])
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(urls: ["amqp://u:p@a/v", "amqp://u:other@b/v"]) }
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(urls: ["amqp://u:p@a/v", "amqps://u:p@b/v"]) }
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(urls: ["amqp://u:p@a/v", "amqp://u:p@b/w"]) }
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(urls: []) }
+    }
+
     @Test func fullURL() throws {
         let c = try AMQPConfiguration(url: "amqp://us%40er:p%3Ass@broker.example:5673/my%2fvhost?heartbeat=5&connection_timeout=2500")
         #expect(c.username == "us@er" && c.password == "p:ss")

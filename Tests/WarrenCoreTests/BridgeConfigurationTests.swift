@@ -1,3 +1,4 @@
+import AMQPClient
 import Foundation
 import Testing
 @testable import WarrenCore
@@ -20,6 +21,14 @@ import Testing
     @Test func emptyFileIsValid() throws {
         let c = try BridgeConfiguration.parse("")
         #expect(c.amqp.url.hasPrefix("amqp://"))
+    }
+
+    @Test func aListOfBrokers() throws {
+        let file = try BridgeConfiguration.parse("[amqp]\nurl = [\"amqp://u:p@r1:5672/%2f\", \"amqp://u:p@r2:5673/%2f\"]\n")
+        #expect(file.amqp.client.endpoints.map(\.host) == ["r1", "r2"])
+        let env = try BridgeConfiguration.parse("", environment: ["WARREN_AMQP_URL": "amqp://u:p@r1/%2f, amqp://u:p@r2:5673/%2f"])
+        #expect(env.amqp.client.endpoints == [.init(host: "r1", port: 5672), .init(host: "r2", port: 5673)])
+        #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[amqp]\nurl = [\"amqp://a\", 5]\n") }
     }
 
     @Test func environmentOverridesTheFile() throws {

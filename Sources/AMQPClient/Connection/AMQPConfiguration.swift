@@ -19,8 +19,39 @@ public struct AMQPConfiguration: Sendable, Equatable {
     /// Shown in the management UI.
     public var connectionName: String?
     public var recovery: RecoveryPolicy = .init()
+    /// Further brokers of the same cluster (same credentials, vhost and TLS), tried in turn
+    /// after `host:port` when connecting and when a connection is lost.
+    public var alternates: [Endpoint] = []
 
     public init() {}
+
+    /// One broker address.
+    public struct Endpoint: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// Every broker, `host:port` first.
+    public var endpoints: [Endpoint] { [Endpoint(host: host, port: port)] + alternates }
+
+    /// Parses a list of URLs of one cluster's nodes: the first gives everything, the others
+    /// their host and port, and must agree with it on scheme, user, password and vhost.
+    public init(urls: [String]) throws(AMQPError) {
+        guard let first = urls.first else { throw .invalidURL("no broker URL") }
+        self = try AMQPConfiguration(url: first)
+        for url in urls.dropFirst() {
+            let other = try AMQPConfiguration(url: url)
+            guard other.tls == tls, other.username == username, other.password == password, other.vhost == vhost else {
+                throw .invalidURL("every broker URL must have the same scheme, user, password and vhost")
+            }
+            alternates.append(Endpoint(host: other.host, port: other.port))
+        }
+    }
 
     /// How an `amqps://` connection is verified and which client certificate it shows.
     public struct TLSOptions: Sendable, Equatable {
@@ -124,12 +155,17 @@ public struct AMQPConfiguration: Sendable, Equatable {
         }
     }
 
-    /// The URL with the password masked, for logs.
-    public var redactedDescription: String {
+    /// The URL(s) with the password masked, for logs.
+    public var redactedDescription: String { redactedURLs.joined(separator: ", ") }
+
+    /// Each broker's URL with the password masked.
+    public var redactedURLs: [String] {
         let scheme = tls ? "amqps" : "amqp"
-        let h = host.contains(":") ? "[\(host)]" : host
         let v = vhost == "/" ? "" : "/" + vhost
-        return "\(scheme)://\(username):***@\(h):\(port)\(v)"
+        return endpoints.map { e in
+            let h = e.host.contains(":") ? "[\(e.host)]" : e.host
+            return "\(scheme)://\(username):***@\(h):\(e.port)\(v)"
+        }
     }
 
     private static func port(_ s: Substring) throws(AMQPError) -> Int {

@@ -41,6 +41,8 @@ public final class AMQPConnection: Sendable {
     struct Link: Sendable {
         let channel: any Channel
         let epoch: UInt64
+        /// Which of `configuration.endpoints` it is connected to.
+        let endpoint: Int
         let params: NegotiatedParameters
         let ended: EventLoopFuture<AMQPError>
     }
@@ -64,6 +66,8 @@ public final class AMQPConnection: Sendable {
         var recovery: Task<Void, Never>?
         var consumerCounter: UInt64 = 0
         var blocked: String?
+        /// The broker of `configuration.endpoints` connected to last.
+        var endpoint = 0
     }
 
     private init(configuration: AMQPConfiguration, group: any EventLoopGroup, logger: Logger) {
@@ -81,9 +85,18 @@ public final class AMQPConnection: Sendable {
         logger: Logger = Logger(label: "amqp")
     ) async throws -> AMQPConnection {
         let connection = AMQPConnection(configuration: configuration, group: eventLoopGroup, logger: logger)
-        let link = try await connection.makeLink(epoch: 1)
-        connection.install(link)
-        return connection
+        // Each broker of the list once, in order; the last failure if none answers.
+        var failure: (any Error)?
+        for index in configuration.endpoints.indices {
+            do {
+                let link = try await connection.makeLink(epoch: 1, endpoint: index)
+                connection.install(link)
+                return connection
+            } catch {
+                failure = error
+            }
+        }
+        throw failure ?? AMQPError.notConnected
     }
 
     /// The current state.
@@ -214,7 +227,9 @@ public final class AMQPConnection: Sendable {
 
     // MARK: links
 
-    private func makeLink(epoch: UInt64) async throws -> Link {
+    /// Connects to `configuration.endpoints[endpoint]` (remembered as the current one once up).
+    private func makeLink(epoch: UInt64, endpoint index: Int) async throws -> Link {
+        let endpoint = configuration.endpoints[index]
         let tls = try configuration.tls ? TLSSetup.make(configuration) : nil
         var props: FieldTable = [:]
         if let name = configuration.connectionName { props["connection_name"] = .string(name) }
@@ -241,9 +256,9 @@ public final class AMQPConnection: Sendable {
             }
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: configuration.host, port: configuration.port).get()
+            channel = try await bootstrap.connect(host: endpoint.host, port: endpoint.port).get()
         } catch {
-            throw AMQPError.connectionFailed("\(configuration.host):\(configuration.port): \(error)")
+            throw AMQPError.connectionFailed("\(endpoint.host):\(endpoint.port): \(error)")
         }
         let futures = try await channel.eventLoop.submit {
             let handler = try channel.pipeline.syncOperations.handler(type: AMQPConnectionHandler.self)
@@ -255,7 +270,7 @@ public final class AMQPConnection: Sendable {
         do {
             let params = try await futures.0.get()
             timeout.cancel()
-            return Link(channel: channel, epoch: epoch, params: params, ended: futures.1)
+            return Link(channel: channel, epoch: epoch, endpoint: index, params: params, ended: futures.1)
         } catch let error as AMQPError {
             timeout.cancel()
             channel.close(promise: nil)
@@ -268,11 +283,13 @@ public final class AMQPConnection: Sendable {
         let observers = shared.withLockedValue { s -> [AsyncStream<AMQPConnectionEvent>.Continuation] in
             s.link = link
             s.epoch = link.epoch
+            s.endpoint = link.endpoint
             s.state = .connected
             s.blocked = nil
             return Array(s.observers.values)
         }
-        logger.info("AMQP connected", metadata: ["broker": "\(configuration.redactedDescription)", "epoch": "\(link.epoch)"])
+        let endpoint = configuration.endpoints[link.endpoint]
+        logger.info("AMQP connected", metadata: ["broker": "\(endpoint.host):\(endpoint.port)", "epoch": "\(link.epoch)"])
         observers.forEach { $0.yield(.connected(epoch: link.epoch)) }
         link.ended.whenSuccess { [weak self] error in self?.linkEnded(link, error: error) }
     }
@@ -311,8 +328,12 @@ public final class AMQPConnection: Sendable {
             attempt += 1
             try? await Task.sleep(nanoseconds: UInt64(max(0, delay.nanoseconds)))
             if Task.isCancelled || shared.withLockedValue({ $0.closedByUser }) { return }
+            // With several brokers, each attempt tries the next one: the one just lost first
+            // only after every other (a cluster node that died is likely to stay down a while).
+            let count = configuration.endpoints.count
+            let endpoint = (shared.withLockedValue { $0.endpoint } + attempt) % count
             do {
-                let link = try await makeLink(epoch: nextEpoch)
+                let link = try await makeLink(epoch: nextEpoch, endpoint: endpoint)
                 nextEpoch += 1
                 do {
                     try await restore(on: link)

@@ -7,8 +7,11 @@ import Logging
 /// `WARREN_<SECTION>_<KEY>` in the environment.
 public struct BridgeConfiguration: Sendable {
     public struct AMQP: Sendable {
-        /// `amqp://user:pass@host:port/vhost`.
-        public var url: String = "amqp://guest:guest@127.0.0.1:5672/%2f"
+        /// `amqp://user:pass@host:port/vhost`, or several: the nodes of one cluster, tried in
+        /// turn (same credentials and vhost).
+        public var urls: [String] = ["amqp://guest:guest@127.0.0.1:5672/%2f"]
+        /// The first broker URL.
+        public var url: String { urls.first ?? "" }
         /// The topic exchange conversations are published to.
         public var exchange: String = "chat"
         public var prefetch: Int = 100
@@ -113,7 +116,7 @@ public struct BridgeConfiguration: Sendable {
         var source = try ConfigSource(text: text, environment: environment)
         var config = BridgeConfiguration()
 
-        config.amqp.url = try source.string("amqp", "url", default: config.amqp.url)
+        config.amqp.urls = try source.stringOrArray("amqp", "url", default: config.amqp.urls)
         config.amqp.exchange = try source.string("amqp", "exchange", default: config.amqp.exchange)
         config.amqp.prefetch = try source.int("amqp", "prefetch", default: config.amqp.prefetch, range: 1...65535)
         config.amqp.heartbeat = try source.int("amqp", "heartbeat", default: config.amqp.heartbeat, range: 0...3600)
@@ -127,7 +130,7 @@ public struct BridgeConfiguration: Sendable {
         config.amqp.consumptionChannels = try source.int("amqp", "consumption_channels",
                                                          default: config.amqp.consumptionChannels, range: 1...1024)
         do {
-            var client = try AMQPConfiguration(url: config.amqp.url)
+            var client = try AMQPConfiguration(urls: config.amqp.urls)
             client.heartbeat = UInt16(config.amqp.heartbeat)
             client.recovery = RecoveryPolicy(initialDelay: .milliseconds(Int64(config.amqp.reconnectInitialMilliseconds)),
                                              maxDelay: .milliseconds(Int64(config.amqp.reconnectMaxMilliseconds)))
@@ -353,7 +356,8 @@ extension BridgeConfiguration {
         func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
         func list(_ l: [String]) -> String { "[" + l.map(q).joined(separator: ", ") + "]" }
         var lines: [String] = []
-        lines += ["[amqp]", "url = \(q(amqp.client.redactedDescription))", "exchange = \(q(amqp.exchange))", "prefetch = \(amqp.prefetch)",
+        let urls = amqp.client.redactedURLs
+        lines += ["[amqp]", "url = \(urls.count == 1 ? q(urls[0]) : "[" + urls.map(q).joined(separator: ", ") + "]")", "exchange = \(q(amqp.exchange))", "prefetch = \(amqp.prefetch)",
                   "heartbeat = \(amqp.heartbeat)", "reconnect_initial_ms = \(amqp.reconnectInitialMilliseconds)",
                   "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)", "connections = \(amqp.connections)",
                   "administration_channels = \(amqp.administrationChannels)",

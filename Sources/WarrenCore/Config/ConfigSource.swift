@@ -93,6 +93,16 @@ struct ConfigSource {
         return b
     }
 
+    /// One string or a list of them (`key = "a"` or `key = ["a", "b"]`); the environment form
+    /// is comma-separated.
+    mutating func stringOrArray(_ section: String, _ key: String, default value: [String]) throws(ConfigError) -> [String] {
+        if environment[Self.envName(section, key)] == nil, let s = table[section]?.table?[key]?.string {
+            consumed.insert("\(section).\(key)")
+            return [s]
+        }
+        return try stringArray(section, key, default: value)
+    }
+
     /// A list of strings; the environment form is comma-separated.
     mutating func stringArray(_ section: String, _ key: String, default value: [String]) throws(ConfigError) -> [String] {
         consumed.insert("\(section).\(key)")
