@@ -259,10 +259,12 @@ public struct BridgeConfiguration: Sendable {
         guard ["drop-head", "reject-publish"].contains(config.inbox.overflow) else {
             throw source.error("inbox", "overflow", "must be drop-head or reject-publish")
         }
-        config.inbox.queueType = try source.string("inbox", "queue_type", default: config.inbox.queueType)
-        guard ["classic", "quorum"].contains(config.inbox.queueType) else {
-            throw source.error("inbox", "queue_type", "must be classic or quorum")
+        let queueType = try source.string("inbox", "queue_type", default: "auto")
+        guard ["auto", "classic", "quorum"].contains(queueType) else {
+            throw source.error("inbox", "queue_type", "must be auto, classic or quorum")
         }
+        // auto: quorum (replicated) when the node is given a cluster of brokers.
+        config.inbox.queueType = queueType == "auto" ? (config.amqp.urls.count > 1 ? "quorum" : "classic") : queueType
 
         config.shutdownGrace = try source.int("shutdown", "grace", default: config.shutdownGrace, range: 1...600)
 
