@@ -7,6 +7,12 @@
 #   scripts/rabbitmq.sh ctl ARGS  run rabbitmqctl against the node (e.g. ctl close_all_connections bye)
 #   scripts/rabbitmq.sh status    exit 0 if the broker answers on AMQP
 #
+#   scripts/rabbitmq.sh cluster start      a 3-node cluster (rabbit1..3@localhost, AMQP on 5701..5703)
+#   scripts/rabbitmq.sh cluster stop       stop its nodes
+#   scripts/rabbitmq.sh cluster kill N     kill -9 node N (1..3)
+#   scripts/rabbitmq.sh cluster restart N  start node N again (it rejoins the cluster)
+#   scripts/rabbitmq.sh cluster urls       the nodes' AMQP URLs, comma-separated (for WARREN_AMQP_URL)
+#
 # systemd does not run on the machines this targets, so the node is started by hand
 # under setsid, with every path in a private directory and every listener on 127.0.0.1.
 set -euo pipefail
@@ -117,7 +123,99 @@ stop() {
     rm -f "$RABBITMQ_PID_FILE"
 }
 
+# --- a local 3-node cluster ---------------------------------------------------------------
+# Each node has its own name, ports and data directory under $CLUSTER_DIR, the same Erlang
+# cookie, no plugins and no TLS; node N listens for AMQP on 127.0.0.1:$((CLUSTER_PORT + N)).
+CLUSTER_DIR="${WARREN_RABBITMQ_CLUSTER_DIR:-/tmp/warren-rabbitmq-cluster}"
+CLUSTER_PORT="${WARREN_RABBITMQ_CLUSTER_PORT:-5700}"
+
+node_env() {
+    local n="$1" d="$CLUSTER_DIR/n$1"
+    export HOME="$d/home"
+    export RABBITMQ_NODENAME="rabbit$n@localhost"
+    export RABBITMQ_NODE_PORT=$((CLUSTER_PORT + n))
+    export RABBITMQ_DIST_PORT=$((CLUSTER_PORT + 20000 + n))
+    export RABBITMQ_MNESIA_BASE="$d/mnesia"
+    export RABBITMQ_LOG_BASE="$d/log"
+    export RABBITMQ_CONFIG_FILE="$d/rabbitmq.conf"
+    export RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config"
+    export RABBITMQ_CONF_ENV_FILE="$d/rabbitmq-env.conf"
+    export RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins"
+    export RABBITMQ_PID_FILE="$d/rabbit.pid"
+    export RABBITMQ_LOGS="$d/log/rabbit.log"
+    AMQP_PORT=$RABBITMQ_NODE_PORT
+}
+
+node_config() {
+    local d="$CLUSTER_DIR/n$1"
+    mkdir -p "$HOME" "$RABBITMQ_MNESIA_BASE" "$RABBITMQ_LOG_BASE"
+    [ -s "$CLUSTER_DIR/cookie" ] || { head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' > "$CLUSTER_DIR/cookie"; }
+    install -m 400 "$CLUSTER_DIR/cookie" "$HOME/.erlang.cookie"
+    : > "$RABBITMQ_CONF_ENV_FILE"
+    echo "[]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
+    cat > "$RABBITMQ_CONFIG_FILE" <<CONF
+listeners.tcp.default = 127.0.0.1:$RABBITMQ_NODE_PORT
+loopback_users = none
+log.console = false
+log.file.level = warning
+CONF
+    echo "[{kernel, [{inet_dist_use_interface, {127,0,0,1}}]}]." > "$RABBITMQ_ADVANCED_CONFIG_FILE"
+}
+
+node_start() {
+    node_env "$1"
+    if answers; then log "node $1 already answers on 127.0.0.1:$AMQP_PORT"; return 0; fi
+    node_config "$1"
+    ulimit -n 20000 2>/dev/null || true
+    rm -f "$RABBITMQ_PID_FILE"
+    setsid "$BIN/rabbitmq-server" > "$RABBITMQ_LOG_BASE/stdout.log" 2>&1 < /dev/null &
+    for _ in $(seq 1 100); do [ -s "$RABBITMQ_PID_FILE" ] && break; sleep 0.2; done
+    if ! "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" wait "$RABBITMQ_PID_FILE" --timeout 120 >/dev/null 2>&1; then
+        log "node $1 did not boot; last log lines:"
+        tail -n 30 "$RABBITMQ_LOG_BASE/stdout.log" >&2 || true
+        exit 1
+    fi
+    for _ in $(seq 1 100); do answers && break; sleep 0.2; done
+    answers || { log "node $1 booted but AMQP does not answer on $AMQP_PORT"; exit 1; }
+}
+
+cluster() {
+    local cmd="${1:-start}"
+    mkdir -p "$CLUSTER_DIR"
+    case "$cmd" in
+        start)
+            install_if_missing
+            for n in 1 2 3; do node_start "$n"; done
+            for n in 2 3; do
+                node_env "$n"
+                if ! "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" cluster_status 2>/dev/null | grep -q "rabbit1@localhost"; then
+                    "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" stop_app >/dev/null
+                    "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" join_cluster rabbit1@localhost >/dev/null
+                    "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" start_app >/dev/null
+                fi
+            done
+            log "cluster ready: $(cluster urls)"
+            ;;
+        stop)
+            for n in 3 2 1; do
+                node_env "$n"
+                [ -s "$RABBITMQ_PID_FILE" ] && "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1 || true
+                rm -f "$RABBITMQ_PID_FILE"
+            done
+            ;;
+        kill)
+            node_env "${2:?node number}"
+            [ -s "$RABBITMQ_PID_FILE" ] && kill -9 "$(cat "$RABBITMQ_PID_FILE")" 2>/dev/null || true
+            rm -f "$RABBITMQ_PID_FILE"
+            ;;
+        restart) node_start "${2:?node number}" ;;
+        urls) echo "amqp://guest:guest@127.0.0.1:$((CLUSTER_PORT + 1))/%2f,amqp://guest:guest@127.0.0.1:$((CLUSTER_PORT + 2))/%2f,amqp://guest:guest@127.0.0.1:$((CLUSTER_PORT + 3))/%2f" ;;
+        *) echo "usage: $0 cluster start|stop|kill N|restart N|urls" >&2; exit 2 ;;
+    esac
+}
+
 case "${1:-start}" in
+    cluster) shift; cluster "$@" ;;
     start) start ;;
     stop) stop ;;
     restart) stop; start ;;

@@ -11,7 +11,9 @@ scripts/postgres.sh start
 # The metrics test checks /metrics with a real Prometheus parser.
 python3 -c "import prometheus_client" 2>/dev/null || pip install -q prometheus-client
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The cluster-failover soak starts a 3-node RabbitMQ cluster (scripts/rabbitmq.sh cluster) and
+# stops it at its end; stopped here too in case a failure left it running.
+trap 'rm -f "$log"; scripts/rabbitmq.sh cluster stop >/dev/null 2>&1 || true' EXIT
 # Serial: some integration tests close every broker connection on purpose.
 status=0
 swift test --no-parallel "$@" 2>&1 | tee "$log" || status=$?

@@ -218,6 +218,36 @@ struct SlowConsumerTests {
         #expect(!warren.process.log.contains("closing a slow consumer"))
     }
 
+    /// A socket that falls behind for less than `websocket.slow_grace` is kept, one that stays
+    /// behind longer is closed with 4008. A client stops reading while 100 messages of 50 KB
+    /// (5 MB, far over a 64 KiB outbound limit, under a 64 MiB hard cap) are published to its
+    /// room, then reads everything: with a grace of 30 s it gets the last message and no close;
+    /// with a grace of 0 (the behaviour before the grace) it is closed with 4008.
+    @Test(arguments: [30, 0])
+    func aSocketBehindForLessThanTheGraceIsKept(grace: Int) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_OUTBOUND_BUFFER_BYTES": "65536",
+                                                     "WARREN_LIMITS_OUTBOUND_HARD_CAP_BYTES": "67108864",
+                                                     "WARREN_WEBSOCKET_SLOW_GRACE": "\(grace)"])
+        defer { Task { await warren.stop() } }
+        let room = "room.behind\(UUID().uuidString.prefix(6).lowercased())"
+        let reader = try await RawWebSocket.connect(port: warren.port, query: "user=\(uniqueUser("behind"))")
+        try await reader.sendText(#"{"op":"sub","id":"r","pattern":"\#(room)"}"#)
+        _ = try await reader.read(until: { $0.contains("\"subscribed\"") }, timeout: .seconds(20))
+        try await reader.reading(false)
+        let publisher = try await warren.socket(uniqueUser("talker"))
+        let body = String(repeating: "x", count: 50_000)
+        for _ in 0..<100 { _ = try await publisher.request(#"{"op":"pub","route":"\#(room)","body":"\#(body)"}"#, expect: "puback") }
+        _ = try await publisher.request(#"{"op":"pub","route":"\#(room)","body":"the end"}"#, expect: "puback")
+        let seen = try await reader.read(until: { $0.contains("the end") })
+        if grace > 0 {
+            #expect(seen.close == nil && seen.texts.contains { $0.contains("the end") }, "close \(String(describing: seen.close))")
+            #expect(!warren.process.log.contains("closing a slow consumer"))
+        } else {
+            #expect(seen.close == 4008, "close \(String(describing: seen.close)) after \(seen.texts.count) frames")
+        }
+        _ = await publisher.close()
+    }
+
     /// A client that never reads fills its bounded outbound buffer and is closed with 4008;
     /// Warren's memory does not grow with it and other sockets carry on.
     @Test func aSocketThatNeverReadsIsClosedWith4008() async throws {

@@ -64,6 +64,46 @@ final class RawWebSocket: Sendable {
         try await channel.writeAndFlush(frame)
     }
 
+    /// Reads (or stops reading) from now on.
+    func reading(_ on: Bool) async throws {
+        try await channel.setOption(.autoRead, value: on).get()
+        if on { channel.read() }
+    }
+
+    /// The server's text frames' payloads and its close code so far (after the HTTP answer).
+    func received() -> (texts: [String], close: UInt16?) {
+        var data = inbound.withLockedValue { $0 }
+        guard let headerEnd = data.readableBytesView.firstRange(of: Array("\r\n\r\n".utf8)) else { return ([], nil) }
+        data.moveReaderIndex(to: headerEnd.upperBound)
+        var texts: [String] = []
+        var close: UInt16?
+        while data.readableBytes >= 2 {
+            let b0 = data.readInteger(as: UInt8.self)!
+            let b1 = data.readInteger(as: UInt8.self)!
+            var length = Int(b1 & 0x7F)
+            if length == 126 { guard let l = data.readInteger(as: UInt16.self) else { break }; length = Int(l) }
+            else if length == 127 { guard let l = data.readInteger(as: UInt64.self) else { break }; length = Int(l) }
+            guard let payload = data.readSlice(length: length) else { break }
+            switch b0 & 0x0F {
+            case 0x1: texts.append(String(buffer: payload))
+            case 0x8: close = payload.getInteger(at: payload.readerIndex, as: UInt16.self)
+            default: break
+            }
+        }
+        return (texts, close)
+    }
+
+    /// Reads until a text frame satisfies `done`, a close frame comes, or `timeout`.
+    func read(until done: (String) -> Bool, timeout: Duration = .seconds(60)) async throws -> (texts: [String], close: UInt16?) {
+        try await reading(true)
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let seen = received()
+            if seen.close != nil || seen.texts.contains(where: done) || ContinuousClock.now > deadline { return seen }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// Starts reading and returns the close code of the server's close frame (nil if none came).
     func readUntilClose() async throws -> UInt16? {
         try await channel.setOption(.autoRead, value: true).get()

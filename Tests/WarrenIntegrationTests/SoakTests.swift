@@ -83,24 +83,28 @@ actor SoakCluster {
     private(set) var proxies: [OutageProxy]
     let exchange: String
     let environment: [String: String]
+    /// Node `i`'s own additions to `environment` (its broker list, say).
+    let perNode: [[String: String]]
 
-    init(nodes: [WarrenInstance], proxies: [OutageProxy], exchange: String, environment: [String: String]) {
+    init(nodes: [WarrenInstance], proxies: [OutageProxy], exchange: String, environment: [String: String],
+         perNode: [[String: String]]) {
         self.nodes = nodes
         self.proxies = proxies
         self.exchange = exchange
         self.environment = environment
+        self.perNode = perNode
     }
 
-    static func start(count: Int, environment: [String: String]) async throws -> SoakCluster {
+    static func start(count: Int, environment: [String: String], perNode: [[String: String]] = []) async throws -> SoakCluster {
         let exchange = "soak.chat.\(UUID().uuidString.prefix(8).lowercased())"
         var nodes: [WarrenInstance] = []
         var proxies: [OutageProxy] = []
-        for _ in 0..<count {
-            let node = try await WarrenInstance.start(environment, exchange: exchange)
+        for i in 0..<count {
+            let node = try await WarrenInstance.start(environment.merging(i < perNode.count ? perNode[i] : [:]) { $1 }, exchange: exchange)
             nodes.append(node)
             proxies.append(try await OutageProxy.start(to: node.port))
         }
-        return SoakCluster(nodes: nodes, proxies: proxies, exchange: exchange, environment: environment)
+        return SoakCluster(nodes: nodes, proxies: proxies, exchange: exchange, environment: environment, perNode: perNode)
     }
 
     /// The proxy port of node `i` (wrapping), for a client to connect through.
@@ -114,7 +118,7 @@ actor SoakCluster {
         _ = await nodes[i].process.waitForExit()
         proxies[i].setDown(true)
         await proxies[i].stop()
-        let node = try await WarrenInstance.start(environment, exchange: exchange)
+        let node = try await WarrenInstance.start(environment.merging(i < perNode.count ? perNode[i] : [:]) { $1 }, exchange: exchange)
         soakProgress("replacement pid \(node.process.process.processIdentifier) on port \(node.port)")
         nodes[i] = node
         proxies[i] = try await OutageProxy.start(to: node.port)
@@ -364,8 +368,8 @@ struct SoakTests {
     /// Plain AMQP with publisher confirms, 100 in flight; a failed publish starts a new order
     /// stream once the connection has recovered.
     static func publishAMQP(name: String, quota: Int, route: String, exchange: String, ledger: SoakLedger,
-                            faultsDone: Mailbox<Bool>) async {
-        var configuration = try! AMQPConfiguration(url: WarrenInstance.brokerURL)
+                            faultsDone: Mailbox<Bool>, brokers: [String] = [WarrenInstance.brokerURL]) async {
+        var configuration = try! AMQPConfiguration(urls: brokers)
         configuration.heartbeat = 5
         configuration.recovery = RecoveryPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(500))
         var connection: AMQPConnection?

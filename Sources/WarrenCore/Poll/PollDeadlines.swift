@@ -8,8 +8,8 @@ import NIOCore
 ///
 /// A parked poll is put in the slot its deadline falls in; when the wheel reaches that slot it
 /// wakes the poll if it is still the one parked there (``PollOutput/wake(parked:)``), which
-/// does nothing when a delivery answered it earlier. So a poll times out up to one `tick`
-/// late, and an answered poll's entry stays until its slot comes round.
+/// does nothing when a delivery answered it earlier. So a poll times out never early and up
+/// to one `tick` late, and an answered poll's entry stays until its slot comes round.
 public final class PollDeadlines: Sendable {
     public static let tick = TimeAmount.milliseconds(100)
 
@@ -29,7 +29,7 @@ public final class PollDeadlines: Sendable {
 
     /// `longest`: the longest wait it is asked to time (longer ones are cut to it).
     public init(loop: any EventLoop, longest: TimeAmount) {
-        let count = Int(longest.nanoseconds / Self.tick.nanoseconds) + 2
+        let count = Int(longest.nanoseconds / Self.tick.nanoseconds) + 3
         state = NIOLockedValueBox(State(slots: Array(repeating: [], count: count)))
         let task = loop.scheduleRepeatedTask(initialDelay: Self.tick, delay: Self.tick) { [weak self] _ in self?.turn() }
         state.withLockedValue { $0.task = task }
@@ -39,7 +39,9 @@ public final class PollDeadlines: Sendable {
 
     /// Wakes the poll parked on `output` as `id` once `timeout` has passed (rounded up to a tick).
     func add(_ output: PollOutput, id: UInt64, after timeout: TimeAmount) {
-        let ticks = max(1, Int((timeout.nanoseconds + Self.tick.nanoseconds - 1) / Self.tick.nanoseconds))
+        // The wheel turns next somewhere within a tick from now: one tick more than the
+        // timeout's own, so a poll is never answered before its `wait` (at most a tick after).
+        let ticks = Int((timeout.nanoseconds + Self.tick.nanoseconds - 1) / Self.tick.nanoseconds) + 1
         state.withLockedValue { s in
             let slot = (s.current + min(ticks, s.slots.count - 1)) % s.slots.count
             s.slots[slot].append(Entry(output: output, id: id))

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The local 3-node RabbitMQ cluster of `scripts/rabbitmq.sh cluster`.
+enum RabbitCluster {
+    static let ports = [5701, 5702, 5703]
+
+    static func run(_ arguments: String...) async throws {
+        let status = try await TestEnvironment.spawnAndWait(TestEnvironment.packageRoot.appendingPathComponent("scripts/rabbitmq.sh"),
+                                                            ["cluster"] + arguments)
+        guard status == 0 else { throw SocketError(description: "scripts/rabbitmq.sh cluster \(arguments) exited \(status)") }
+    }
+
+    /// The nodes' URLs, starting with node `first` (1...3).
+    static func urls(from first: Int) -> [String] {
+        (0..<3).map { k in "amqp://guest:guest@127.0.0.1:\(ports[(first - 1 + k) % 3])/%2f" }
+    }
+}
+
+/// Issue 16: a RabbitMQ cluster losing nodes. Two Warren nodes, each given all three brokers
+/// (in a different order, so they start on different ones); inbox users on both; publishers
+/// over WebSocket, HTTP and AMQP (the AMQP one with the cluster's list too). Each broker node
+/// in turn is killed with SIGKILL and started again: every publish a client was told
+/// succeeded reaches every inbox bound at publish time, live sockets keep receiving after
+/// each failover, and `/readyz` is back to 200 within 10 s of each kill.
+@Suite("Soak: a RabbitMQ cluster losing nodes", .serialized)
+struct ClusterSoakTests {
+    @Test func acknowledgedMessagesSurviveBrokerNodesBeingKilled() async throws {
+        try await RabbitCluster.run("start")
+        let environment = ["WARREN_INBOX_QUEUE_TYPE": "quorum", "WARREN_AMQP_RECONNECT_MAX_MS": "500",
+                           "WARREN_AMQP_RECONNECT_INITIAL_MS": "50", "WARREN_LIMITS_PUBLISH_RATE": "0",
+                           "WARREN_LIMITS_MAX_PENDING_PUBLISHES": "1000", "WARREN_AMQP_HEARTBEAT": "5",
+                           "WARREN_ACL_PUBLISH": "#", "WARREN_INBOX_OVERFLOW": "reject-publish",
+                           "WARREN_INBOX_MAX_LENGTH": "1000000"]
+        let cluster = try await SoakCluster.start(count: 2, environment: environment, perNode: [
+            ["WARREN_AMQP_URL": RabbitCluster.urls(from: 1).joined(separator: ",")],
+            ["WARREN_AMQP_URL": RabbitCluster.urls(from: 2).joined(separator: ",")],
+        ])
+        let ledger = SoakLedger()
+        let subscribers = [uniqueUser("clua"), uniqueUser("club")]
+        let route = "soak.\(subscribers[0]).\(subscribers[1])"
+        let done = Mailbox<Bool>()
+        let faultsDone = Mailbox<Bool>()
+
+        let ready = Mailbox<Bool>()
+        let subscriberTasks = subscribers.enumerated().map { k, user in
+            Task { await SoakTests.subscribe(user: user, home: k, cluster: cluster, ledger: ledger, ready: ready, done: done,
+                                             all: subscribers) }
+        }
+        for _ in subscribers { #expect(await ready.next(timeout: .seconds(60)) == true) }
+
+        // A live listener on each Warren node, and a sentinel after every failover.
+        let room = "room.cluster\(UUID().uuidString.prefix(6).lowercased())"
+        var listeners: [TestSocket] = []
+        for i in 0..<2 {
+            let s = try await TestSocket.connect(port: await cluster.directPort(i), query: "user=\(uniqueUser("live"))")
+            try await s.subscribe("r", room)
+            listeners.append(s)
+        }
+
+        let faults = Task { () -> [String] in
+            var log: [String] = []
+            for node in 1...3 {
+                try? await Task.sleep(for: .milliseconds(800))
+                soakProgress("kill -9 broker node \(node); acked \(await ledger.acked.count)")
+                try? await RabbitCluster.run("kill", "\(node)")
+                let t0 = ContinuousClock.now
+                var readyAgain = false
+                while !readyAgain, ContinuousClock.now < t0 + .seconds(10) {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    readyAgain = await cluster.allReady()
+                }
+                log.append("node \(node) killed: both Warren nodes ready \(readyAgain ? "after \(ContinuousClock.now - t0)" : "NOT within 10 s")")
+                soakProgress(log.last!)
+                // Live sockets keep receiving: a sentinel from each node reaches every listener.
+                for (i, listener) in listeners.enumerated() {
+                    let sentinel = "after-\(node)-\(i)"
+                    _ = try? await listener.request(#"{"op":"pub","route":"\#(room)","body":"\#(sentinel)"}"#, expect: "puback")
+                    for other in listeners {
+                        var got: [String] = []
+                        while got.last != sentinel, let f = try? await other.next(op: "msg", timeout: .seconds(10)) {
+                            got.append(f["env"]?["body"]?.stringValue ?? "")
+                        }
+                        if got.last != sentinel { log.append("listener missed \(sentinel)") }
+                    }
+                }
+                try? await RabbitCluster.run("restart", "\(node)")
+                soakProgress("broker node \(node) back")
+            }
+            await faultsDone.append(true)
+            return log
+        }
+
+        let target = 3000
+        let shares = [("ws0", 0.3), ("ws1", 0.3), ("http0", 0.075), ("http1", 0.075), ("amqp0", 0.25)]
+        let publishers = shares.enumerated().map { k, share in
+            let quota = max(1, Int(Double(target) * share.1))
+            return Task {
+                switch share.0.prefix(2) {
+                case "ws": await SoakTests.publishWS(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
+                                                     ledger: ledger, faultsDone: faultsDone)
+                case "ht": await SoakTests.publishHTTP(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
+                                                       ledger: ledger, faultsDone: faultsDone)
+                default: await SoakTests.publishAMQP(name: share.0, quota: quota, route: route, exchange: cluster.exchange,
+                                                     ledger: ledger, faultsDone: faultsDone, brokers: RabbitCluster.urls(from: 3))
+                }
+            }
+        }
+        for p in publishers { await p.value }
+        let faultLog = await faults.value
+
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < deadline {
+            var missing = 0
+            for s in subscribers { missing += await ledger.missing(s) }
+            if missing == 0 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        await done.append(true)
+        await done.append(true)
+        for t in subscriberTasks { await t.value }
+        for l in listeners { _ = await l.close() }
+
+        let acked = await ledger.acked.count
+        let delivered = await ledger.deliveredPairs(subscribers)
+        let lost = acked * subscribers.count - delivered
+        for line in faultLog { print("cluster soak: \(line)") }
+        print("cluster soak: sent \(await ledger.sent), acked \(acked) (× \(subscribers.count) inboxes), delivered \(delivered), lost \(lost)")
+        #expect(faultLog.count == 3 && faultLog.allSatisfy { !$0.contains("NOT") && !$0.contains("missed") }, "\(faultLog)")
+        #expect(acked >= target)
+        #expect(lost == 0)
+        await cluster.stopAll()
+        try? await RabbitCluster.run("stop")
+    }
+}
