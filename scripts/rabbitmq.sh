@@ -94,6 +94,21 @@ CONF
     "$BIN/rabbitmq-plugins" enable --offline rabbitmq_management rabbitmq_web_stomp >/dev/null
 }
 
+# Starts rabbitmq-server in the background (the RABBITMQ_* environment says which node) and
+# waits for it to boot and answer on AMQP.
+boot() {
+    setsid "$BIN/rabbitmq-server" > "$RABBITMQ_LOG_BASE/stdout.log" 2>&1 < /dev/null &
+    # The pid file appears once the node has started writing it; then wait for boot.
+    for _ in $(seq 1 100); do [ -s "$RABBITMQ_PID_FILE" ] && break; sleep 0.2; done
+    if ! "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" wait "$RABBITMQ_PID_FILE" --timeout 120 >/dev/null 2>&1; then
+        log "$1 did not boot; last log lines:"
+        tail -n 30 "$RABBITMQ_LOG_BASE/stdout.log" >&2 || true
+        exit 1
+    fi
+    for _ in $(seq 1 100); do answers && break; sleep 0.2; done
+    answers || { log "$1 booted but AMQP does not answer on $AMQP_PORT"; exit 1; }
+}
+
 start() {
     if answers; then
         log "a broker already answers on 127.0.0.1:$AMQP_PORT"
@@ -103,16 +118,7 @@ start() {
     write_config
     log "starting a private node in $DIR"
     ulimit -n 20000 2>/dev/null || true
-    setsid "$BIN/rabbitmq-server" > "$DIR/log/stdout.log" 2>&1 < /dev/null &
-    # The pid file appears once the node has started writing it; then wait for boot.
-    for _ in $(seq 1 100); do [ -s "$RABBITMQ_PID_FILE" ] && break; sleep 0.2; done
-    if ! "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" wait "$RABBITMQ_PID_FILE" --timeout 90 >/dev/null 2>&1; then
-        log "the node did not boot; last log lines:"
-        tail -n 30 "$DIR/log/stdout.log" >&2 || true
-        exit 1
-    fi
-    for _ in $(seq 1 100); do answers && break; sleep 0.2; done
-    answers || { log "the node booted but AMQP does not answer on $AMQP_PORT"; exit 1; }
+    boot "the node"
     log "ready on amqp://127.0.0.1:$AMQP_PORT"
 }
 
@@ -168,15 +174,7 @@ node_start() {
     node_config "$1"
     ulimit -n 20000 2>/dev/null || true
     rm -f "$RABBITMQ_PID_FILE"
-    setsid "$BIN/rabbitmq-server" > "$RABBITMQ_LOG_BASE/stdout.log" 2>&1 < /dev/null &
-    for _ in $(seq 1 100); do [ -s "$RABBITMQ_PID_FILE" ] && break; sleep 0.2; done
-    if ! "$BIN/rabbitmqctl" -n "$RABBITMQ_NODENAME" wait "$RABBITMQ_PID_FILE" --timeout 120 >/dev/null 2>&1; then
-        log "node $1 did not boot; last log lines:"
-        tail -n 30 "$RABBITMQ_LOG_BASE/stdout.log" >&2 || true
-        exit 1
-    fi
-    for _ in $(seq 1 100); do answers && break; sleep 0.2; done
-    answers || { log "node $1 booted but AMQP does not answer on $AMQP_PORT"; exit 1; }
+    boot "node $1"
 }
 
 cluster() {

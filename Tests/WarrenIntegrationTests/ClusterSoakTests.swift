@@ -93,20 +93,8 @@ struct ClusterSoakTests {
         }
 
         let target = 3000
-        let shares = [("ws0", 0.3), ("ws1", 0.3), ("http0", 0.075), ("http1", 0.075), ("amqp0", 0.25)]
-        let publishers = shares.enumerated().map { k, share in
-            let quota = max(1, Int(Double(target) * share.1))
-            return Task {
-                switch share.0.prefix(2) {
-                case "ws": await SoakTests.publishWS(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
-                                                     ledger: ledger, faultsDone: faultsDone)
-                case "ht": await SoakTests.publishHTTP(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
-                                                       ledger: ledger, faultsDone: faultsDone)
-                default: await SoakTests.publishAMQP(name: share.0, quota: quota, route: route, exchange: cluster.exchange,
-                                                     ledger: ledger, faultsDone: faultsDone, brokers: RabbitCluster.urls(from: 3))
-                }
-            }
-        }
+        let publishers = SoakTests.startPublishers(target: target, route: route, cluster: cluster, ledger: ledger,
+                                                   faultsDone: faultsDone, amqpBrokers: RabbitCluster.urls(from: 3))
         for p in publishers { await p.value }
         let faultLog = await faults.value
 

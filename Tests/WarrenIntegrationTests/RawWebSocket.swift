@@ -106,23 +106,8 @@ final class RawWebSocket: Sendable {
 
     /// Starts reading and returns the close code of the server's close frame (nil if none came).
     func readUntilClose() async throws -> UInt16? {
-        try await channel.setOption(.autoRead, value: true).get()
-        channel.read()
+        try await reading(true)
         _ = await ended.next(timeout: .seconds(60))
-        var data = inbound.withLockedValue { $0 }
-        // Skip the HTTP response.
-        guard let headerEnd = data.readableBytesView.firstRange(of: Array("\r\n\r\n".utf8)) else { return nil }
-        data.moveReaderIndex(to: headerEnd.upperBound)
-        var lastClose: UInt16?
-        while data.readableBytes >= 2 {
-            let b0 = data.readInteger(as: UInt8.self)!
-            let b1 = data.readInteger(as: UInt8.self)!
-            var length = Int(b1 & 0x7F)
-            if length == 126 { guard let l = data.readInteger(as: UInt16.self) else { break }; length = Int(l) }
-            else if length == 127 { guard let l = data.readInteger(as: UInt64.self) else { break }; length = Int(l) }
-            guard let payload = data.readSlice(length: length) else { break }
-            if b0 & 0x0F == 0x8 { lastClose = payload.getInteger(at: payload.readerIndex, as: UInt16.self) }
-        }
-        return lastClose
+        return received().close
     }
 }

@@ -209,21 +209,8 @@ struct SoakTests {
             return log
         }
 
-        // Publishers: WebSocket ×2, HTTP ×2, AMQP ×1, each until its share is sent and the faults are over.
-        let shares = [("ws0", 0.3), ("ws1", 0.3), ("http0", 0.075), ("http1", 0.075), ("amqp0", 0.25)]
-        let publishers = shares.enumerated().map { k, share in
-            let quota = max(1, Int(Double(Self.target) * share.1))
-            return Task {
-                switch share.0.prefix(2) {
-                case "ws": await Self.publishWS(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
-                                                ledger: ledger, faultsDone: faultsDone)
-                case "ht": await Self.publishHTTP(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
-                                                  ledger: ledger, faultsDone: faultsDone)
-                default: await Self.publishAMQP(name: share.0, quota: quota, route: route, exchange: cluster.exchange,
-                                                ledger: ledger, faultsDone: faultsDone)
-                }
-            }
-        }
+        let publishers = Self.startPublishers(target: Self.target, route: route, cluster: cluster, ledger: ledger,
+                                              faultsDone: faultsDone)
         for p in publishers { await p.value }
         let faultLog = await faults.value
         let publishedIn = ContinuousClock.now - started
@@ -256,6 +243,26 @@ struct SoakTests {
         #expect(violations.isEmpty, "\(violations)")
         await cluster.stopAll()
         for user in subscribers { _ = try? Broker.ctl("delete_queue", "warren.inbox.\(user).soak") }
+    }
+
+    /// Publishers: WebSocket ×2, HTTP ×2, AMQP ×1 (to `amqpBrokers`), each until its share of
+    /// `target` is acknowledged and the faults are over.
+    static func startPublishers(target: Int, route: String, cluster: SoakCluster, ledger: SoakLedger, faultsDone: Mailbox<Bool>,
+                                amqpBrokers: [String] = [WarrenInstance.brokerURL]) -> [Task<Void, Never>] {
+        let shares = [("ws0", 0.3), ("ws1", 0.3), ("http0", 0.075), ("http1", 0.075), ("amqp0", 0.25)]
+        return shares.enumerated().map { k, share in
+            let quota = max(1, Int(Double(target) * share.1))
+            return Task {
+                switch share.0.prefix(2) {
+                case "ws": await publishWS(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
+                                           ledger: ledger, faultsDone: faultsDone)
+                case "ht": await publishHTTP(name: share.0, quota: quota, node: k, route: route, cluster: cluster,
+                                             ledger: ledger, faultsDone: faultsDone)
+                default: await publishAMQP(name: share.0, quota: quota, route: route, exchange: cluster.exchange,
+                                           ledger: ledger, faultsDone: faultsDone, brokers: amqpBrokers)
+                }
+            }
+        }
     }
 
     // MARK: subscribers
