@@ -81,7 +81,9 @@ let package = Package(
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-            ]
+            ],
+            // The JavaScript client (Client/warren.js, linked from clients/js), served at /warren.js.
+            resources: [.embedInCode("Client/warren.js")]
         ),
         // The executable: a few lines of wiring.
         .executableTarget(

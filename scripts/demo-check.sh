@@ -5,7 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
-python3 -c "import websockets" 2>/dev/null || pip install -q websockets
+# The driver needs Python's websockets: Debian's python3-websockets (for /usr/bin/python3) if
+# the python3 on the PATH has none.
+py=python3
+$py -c "import websockets" 2>/dev/null || py=/usr/bin/python3
+$py -c "import websockets" 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-websockets; }
 scripts/rabbitmq.sh start
 swift build --product warren
 port=${WARREN_DEMO_PORT:-8089}
@@ -19,4 +23,4 @@ for _ in $(seq 1 100); do
     curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && curl -sf http://127.0.0.1:9222/json/version >/dev/null && break
     sleep 0.2
 done
-timeout 120 python3 scripts/demo-check.py "http://127.0.0.1:$port" "${1:-/tmp}"
+timeout 120 "$py" scripts/demo-check.py "http://127.0.0.1:$port" "${1:-/tmp}"

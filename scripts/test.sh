@@ -10,6 +10,8 @@ scripts/rabbitmq.sh start
 scripts/postgres.sh start
 # The metrics test checks /metrics with a real Prometheus parser.
 python3 -c "import prometheus_client" 2>/dev/null || pip install -q prometheus-client
+# The JavaScript client's tests run in Node (on the machine) and in headless Chromium.
+command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 log=$(mktemp)
 # The cluster-failover soak starts a 3-node RabbitMQ cluster (scripts/rabbitmq.sh cluster) and
 # stops it at its end; stopped here too in case a failure left it running.

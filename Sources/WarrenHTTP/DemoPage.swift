@@ -1,10 +1,12 @@
-/// The demo chat page served at `/`: one self-contained HTML file (no build step, no CDN).
+/// The demo chat page served at `/`: one HTML file (no build step, no CDN) on Warren's
+/// JavaScript client, which it imports from `/warren.js` (``ClientScript``).
 ///
 /// Pick a name, connect, open a conversation with other users (`alice,bob` becomes
 /// the sorted key `alice.bob.you`) or a room (`room.lobby`), and chat. Your
 /// private conversations arrive through your inbox (`#.<you>.#`, acknowledged on
 /// display), rooms through live subscriptions. The transport switch chooses a
-/// WebSocket or HTTP long-polling (`/v1/poll`), so a poller and a socket can talk.
+/// WebSocket (falling back to long-polling where it cannot open) or HTTP long-polling only
+/// (`/v1/poll`), so a poller and a socket can talk.
 ///
 /// With the conversation store on (DESIGN §10), connecting lists the user's conversations,
 /// newest first, with unread badges (`GET /v1/conversations`); opening one shows its newest
@@ -73,15 +75,19 @@ enum DemoPage {
         <form id="compose"><input id="text" placeholder="Message" autocomplete="off" disabled><button id="send" disabled>Send</button></form>
       </section>
     </main>
-    <script>
-    "use strict";
+    <script type="module">
+    // Built on Warren's JavaScript client (/warren.js, clients/js in the repository): it keeps
+    // the connection (reconnects, resubscribes, long-polls where the WebSocket cannot open),
+    // acknowledges inbox deliveries once shown, and resends unconfirmed sends with their cid.
+    import { connect } from "/warren.js";
     const $ = (id) => document.getElementById(id);
     const WORD = /^[A-Za-z0-9_-]{1,64}$/;
-    let ws = null, me = null, current = null, cidCounter = 0, subCounter = 0;
+    let client = null, me = null, current = null;
     const conversations = new Map();   // route -> {messages: [], unread, seen: Set, last, more, loaded, readBy: Map}
-    const roomSubs = new Map();        // room route -> sub id
+    const roomSubs = new Map();        // room route -> Subscription
 
     function status(text, isError) { $("status").textContent = text; $("status").className = isError ? "error" : ""; }
+    const connected = () => !!client && client.state === "open";
 
     function conversation(route) {
       if (!conversations.has(route)) {
@@ -141,17 +147,10 @@ enum DemoPage {
       box.scrollTop = keepPosition ? box.scrollHeight - fromBottom : box.scrollHeight;
     }
 
-    // The conversation store (HTTP for both transports; a WebSocket could use its ops too).
-    function api(path, options) {
-      const a = auth();
-      const sep = path.includes("?") ? "&" : "?";
-      return fetch(path + (a.query ? sep + a.query : ""), { ...(options || {}), headers: { "Content-Type": "application/json", ...a.headers } })
-        .then((r) => r.status === 204 ? {} : r.json().then((j) => { if (!r.ok) throw j.error; return j; }));
-    }
+    // The conversation store (DESIGN §10) and presence (§11), through the client.
     async function loadConversations() {
       try {
-        const answer = await api("/v1/conversations");
-        for (const item of answer.conversations) {
+        for (const item of await client.conversations()) {
           const c = conversation(item.route);
           c.unread = item.unread; c.last = item.last.id > c.last ? item.last.id : c.last;
           if (item.read) c.readBy.set(me, item.read);
@@ -164,8 +163,8 @@ enum DemoPage {
       if (c.loading || (older && !c.more)) return;
       c.loading = true;
       try {
-        const before = older && c.messages.length ? "&before=" + encodeURIComponent(c.messages[0].id) : "";
-        const page = await api("/v1/history?route=" + encodeURIComponent(route) + "&limit=30" + before);
+        const before = older && c.messages.length ? c.messages[0].id : undefined;
+        const page = await client.history(route, { before, limit: 30 });
         const fresh = page.messages.filter((env) => !c.seen.has(env.id));
         for (const env of fresh) c.seen.add(env.id);
         c.messages = older ? fresh.concat(c.messages) : fresh.concat(c.messages).sort((a, b) => (a.id > b.id) - (a.id < b.id));
@@ -183,10 +182,10 @@ enum DemoPage {
     }
     async function loadPresence(route) {
       try {
-        const answer = await api("/v1/presence?route=" + encodeURIComponent(route));
+        const users = await client.presence(route);
         // Merged, not replaced: the answer may predate a join envelope already shown (our own, say).
         const online = conversation(route).online;
-        for (const user of answer.users) online.add(user);
+        for (const user of users) online.add(user);
         if (roomSubs.has(route)) online.add(me);
         if (route === current) renderOnline();
       } catch (e) { /* presence off */ }
@@ -197,14 +196,17 @@ enum DemoPage {
       c.unread = 0; renderList();
       if (!newest || (c.readBy.get(me) || "") >= newest.id) return;
       c.readBy.set(me, newest.id);
-      api("/v1/read", { method: "POST", body: JSON.stringify({ route, id: newest.id }) }).catch(() => {});
+      client.read(route, newest.id).catch(() => {});
+    }
+
+    function joinRoom(route) {
+      if (roomSubs.has(route) || !client) return;
+      roomSubs.set(route, client.subscribe(route, { mode: "live", presence: true }, receive));
     }
 
     function select(route) {
       current = route;
-      if (route.startsWith("room.") && !roomSubs.has(route) && connected()) {
-        const id = "r" + (++subCounter); roomSubs.set(route, id); send({ op: "sub", id, pattern: route, mode: "live", presence: true });
-      }
+      if (route.startsWith("room.")) joinRoom(route);
       $("title").textContent = label(route) + "  (" + route + ")";
       const online = document.createElement("span"); online.id = "online"; $("title").append(online);
       if (route.startsWith("room.")) loadPresence(route);
@@ -215,54 +217,7 @@ enum DemoPage {
     }
     $("messages").onscroll = () => { if (current && $("messages").scrollTop < 40) loadHistory(current, true); };
 
-    // Two transports behind one interface: a WebSocket, or HTTP long-polling.
-    let poll = null;   // {session, cursor, running}
-    function connected() { return (ws && ws.readyState === 1) || (poll && poll.running); }
-    function auth() {
-      const token = $("token").value.trim();
-      return { query: token ? "" : "user=" + encodeURIComponent(me), headers: token ? { Authorization: "Bearer " + token } : {} };
-    }
-    function send(frame) {
-      if (ws && ws.readyState === 1) { ws.send(JSON.stringify(frame)); return; }
-      if (!poll || !poll.running) return;
-      if (frame.op === "pub") {
-        const a = auth();
-        fetch("/v1/messages?" + a.query, { method: "POST", headers: { "Content-Type": "application/json", ...a.headers }, body: JSON.stringify(frame) })
-          .then((r) => r.ok ? null : r.json().then((e) => status(e.error.code + ": " + e.error.message, true)));
-      } else if (frame.op === "sub") {
-        startPolling();   // a poll session's subscriptions are fixed: open a new one with the room added
-      }
-    }
-    async function startPolling() {
-      if (poll) { poll.running = false; deleteSession(poll.session); }
-      const a = auth();
-      const subscriptions = [{ id: "me", pattern: "#." + me + ".#", mode: "inbox" }];
-      for (const [route, id] of roomSubs) subscriptions.push({ id, pattern: route, mode: "live", presence: true });
-      const r = await fetch("/v1/poll?" + a.query, { method: "POST", headers: { "Content-Type": "application/json", ...a.headers },
-        body: JSON.stringify({ subscriptions, device: $("device").value.trim() || "web" }) });
-      const answer = await r.json();
-      if (!r.ok) { status(answer.error.code + ": " + answer.error.message, true); return; }
-      const mine = { session: answer.session, cursor: null, running: true };
-      poll = mine;
-      status("long-polling as " + me); $("connect").textContent = "Disconnect";
-      loadConversations();
-      if (current) select(current);
-      while (mine.running) {
-        try {
-          const q = "wait=25" + (mine.cursor ? "&ack=" + encodeURIComponent(mine.cursor) : "") + (a.query ? "&" + a.query : "");
-          const res = await fetch("/v1/poll/" + encodeURIComponent(mine.session) + "?" + q, { headers: a.headers });
-          const body = await res.json();
-          if (!res.ok) { status(body.error.code + ": " + body.error.message, true); mine.running = false; break; }
-          mine.cursor = body.cursor;
-          for (const m of body.messages) receive(m.env);
-        } catch (e) { await new Promise((ok) => setTimeout(ok, 1000)); }
-      }
-    }
-    function deleteSession(session) {
-      const a = auth();
-      fetch("/v1/poll/" + encodeURIComponent(session) + "?" + a.query, { method: "DELETE", headers: a.headers });
-    }
-
+    // A delivery, from the inbox (acknowledged by the client once this returns) or a room.
     function receive(env) {
       const c = conversation(env.route);
       if (env.type === "presence") {             // someone came or went (transient, never kept)
@@ -280,7 +235,7 @@ enum DemoPage {
         if (env.route === current) renderMessages();
         return;
       }
-      if (c.seen.has(env.id)) return;          // inbox redeliveries after a reconnect
+      if (c.seen.has(env.id)) return;          // already shown from the history
       c.seen.add(env.id); c.messages.push(env);
       if (env.id > c.last) c.last = env.id;
       if (env.route === current) { renderMessages(); if (env.from !== me) markRead(env.route); }
@@ -302,44 +257,45 @@ enum DemoPage {
       conversation(route); select(route);
     }
 
+    function disconnected() {
+      client = null; roomSubs.clear();
+      $("connect").textContent = "Connect"; $("text").disabled = $("send").disabled = true;
+    }
+
     $("connect").onclick = () => {
-      if (ws) { ws.close(1000); return; }
-      if (poll && poll.running) {
-        poll.running = false; deleteSession(poll.session); poll = null;
-        $("connect").textContent = "Connect"; $("text").disabled = $("send").disabled = true; status("disconnected");
-        return;
-      }
+      if (client) { client.close(); disconnected(); status("disconnected"); return; }
       const user = $("user").value.trim(), device = $("device").value.trim() || "web", token = $("token").value.trim();
       if (!token && !WORD.test(user)) { status("pick a name: letters, digits, _ or -", true); return; }
-      if ($("transport").value === "poll") { me = user; status("opening a poll session…"); startPolling(); return; }
-      const proto = location.protocol === "https:" ? "wss:" : "ws:";
-      let url = proto + "//" + location.host + "/v1/ws?device=" + encodeURIComponent(device);
-      url += token ? "&token=" + encodeURIComponent(token) : "&user=" + encodeURIComponent(user);
-      me = user; status("connecting…");
-      ws = new WebSocket(url);
-      ws.onopen = () => {
-        status("connected as " + me); $("connect").textContent = "Disconnect";
-        send({ op: "sub", id: "me", pattern: "#." + me + ".#", mode: "inbox" });
-        for (const [route, id] of roomSubs) send({ op: "sub", id, pattern: route, mode: "live", presence: true });
-        loadConversations();
-        if (current) select(current);
-      };
-      ws.onmessage = (event) => {
-        const f = JSON.parse(event.data);
-        if (f.op === "msg") { receive(f.env); if (f.sub === "me") send({ op: "ack", id: f.env.id }); }
-        else if (f.op === "error") status(f.code + ": " + f.message, true);
-      };
-      ws.onclose = (event) => {
-        ws = null; $("connect").textContent = "Connect"; $("text").disabled = $("send").disabled = true;
-        status("disconnected (" + event.code + ")", event.code !== 1000);
-      };
+      me = user;
+      const transports = $("transport").value === "poll" ? ["polling"] : ["websocket", "polling"];
+      client = connect(token ? { token, device, transports } : { user, device, transports });
+      const mine = client;
+      let first = true;
+      status("connecting…");
+      $("connect").textContent = "Disconnect";
+      mine.on("state", (state, detail) => {
+        if (client !== mine) return;
+        if (state === "open") {
+          status((mine.transport === "polling" ? "long-polling as " : "connected as ") + me);
+          if (current) $("text").disabled = $("send").disabled = false;
+          if (first) { first = false; loadConversations(); if (current) select(current); }
+        } else if (state === "connecting") {
+          $("text").disabled = $("send").disabled = true;
+          status(detail ? "reconnecting in " + Math.round(detail.retryInMs / 1000) + " s…" : "connecting…");
+        } else if (state === "closed") {
+          disconnected();
+        }
+      });
+      mine.on("error", (e) => { if (client === mine || mine.state === "closed") status(e.code + ": " + e.message, true); });
+      mine.subscribe("#." + me + ".#", { mode: "inbox", id: "me" }, receive);
+      for (const route of conversations.keys()) if (route.startsWith("room.") && route === current) joinRoom(route);
     };
 
     $("open").onsubmit = (e) => { e.preventDefault(); if (!connected()) { status("connect first", true); return; } openConversation($("target").value); $("target").value = ""; };
     $("compose").onsubmit = (e) => {
       e.preventDefault();
       const text = $("text").value; if (!text || !current) return;
-      send({ op: "pub", route: current, type: "text", body: text, cid: "c" + (++cidCounter) });
+      client.publish(current, text, { type: "text" }).catch((err) => status(err.code + ": " + err.message, true));
       $("text").value = "";
     };
     </script>

@@ -65,6 +65,10 @@ public enum HTTPFrontend {
             }
             return errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
         }
+        router.get("/warren.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
+                     body: .init(byteBuffer: ClientScript.bytes))
+        }
         if configuration.demo {
             router.get("/") { _, _ in
                 Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],

@@ -1,0 +1,574 @@
+// Warren's JavaScript client: one ES module, no build step, no dependencies; browsers and
+// Node 18+ (Node 20 with --experimental-websocket or 22+ for the WebSocket door, or pass
+// `WebSocket`). The wire contract is DESIGN.md §4 (WebSocket) and §5 (polling).
+//
+//   import { connect } from "./warren.js";
+//   const client = connect({ url: "http://localhost:8080", user: "alice" });
+//   client.subscribe("#.alice.#", { mode: "inbox" }, (env) => console.log(env.from, env.body));
+//   await client.publish("alice.bob", "hi");
+//
+// What it does for the application: reconnects with exponential backoff and full jitter;
+// resubscribes; acknowledges inbox deliveries once the handler returned (or its promise
+// resolved); keeps every publish until Warren acknowledged it, resending it with the same
+// `cid` after a reconnect (Warren publishes a repeated cid once); asks `getToken` for a new
+// token on 4401 or a 401; stops on 1008; falls back to HTTP long-polling when the WebSocket
+// cannot open, and moves back once it can.
+
+/** An error Warren answered (its `code`, DESIGN §4), or one of the client's own: `closed`, `timeout`. */
+export class WarrenError extends Error {
+  constructor(code, message, status) {
+    super(message || code);
+    this.name = "WarrenError";
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** Opens a client; it connects at once and keeps connecting until `close()`. */
+export function connect(options) {
+  return new WarrenClient(options);
+}
+
+const WS_OPEN = 1;
+const sleep = (ms, signal) => new Promise((resolve) => {
+  const timer = setTimeout(resolve, ms);
+  signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+});
+const randomWord = () => Math.random().toString(36).slice(2, 10);
+
+/** Remembers the last `limit` ids handed to a handler (inbox redeliveries are not shown twice). */
+class RecentIds {
+  constructor(limit) { this.limit = limit; this.set = new Set(); }
+  has(id) { return this.set.has(id); }
+  add(id) {
+    this.set.add(id);
+    if (this.set.size > this.limit) this.set.delete(this.set.values().next().value);
+  }
+}
+
+/** One subscription: `ready` resolves once Warren answered `subscribed` (or the poll session holds it). */
+class Subscription {
+  constructor(client, id, pattern, mode, presence, handler) {
+    this.client = client;
+    this.id = id;
+    this.pattern = pattern;
+    this.mode = mode;
+    this.presence = presence;
+    this.handler = handler;
+    this.seen = new RecentIds(4096);
+    this.tail = Promise.resolve();
+    this.settled = false;
+    this.ready = new Promise((resolve, reject) => { this.resolve = resolve; this.reject = reject; });
+    this.ready.catch(() => {});
+  }
+  /** Ends the subscription (its inbox queue stays, keeping what arrives meanwhile). */
+  unsubscribe() { this.client.unsubscribe(this); }
+  settle(error) {
+    if (this.settled) return;
+    this.settled = true;
+    if (error) this.reject(error); else this.resolve(this);
+  }
+  frame() {
+    const f = { op: "sub", id: this.id, pattern: this.pattern, mode: this.mode };
+    if (this.presence) f.presence = true;
+    return f;
+  }
+}
+
+export class WarrenClient {
+  /**
+   * @param {object} options `url` (http(s) base, default the page's origin), `token` or `user`,
+   *   `device`, `getToken` (async, called for a fresh token on 4401 / 401), `transports`
+   *   (default `["websocket", "polling"]`), `WebSocket`, `fetch`, `wsUrl` (the WebSocket
+   *   endpoint when it is not `<url>/v1/ws`), `backoff` ({initial, max} ms), `pollWait` (s),
+   *   `retryWebSocketMs` (how often a polling client tries the WebSocket again).
+   */
+  constructor(options = {}) {
+    const origin = typeof location !== "undefined" ? location.origin : undefined;
+    this.url = String(options.url || origin || "").replace(/\/+$/, "");
+    if (!this.url) throw new WarrenError("bad_frame", "connect: url is required outside a browser");
+    this.token = options.token;
+    this.user = options.user;
+    this.device = options.device || "default";
+    this.getToken = options.getToken;
+    this.transports = options.transports || ["websocket", "polling"];
+    this.WebSocketImpl = options.WebSocket || globalThis.WebSocket;
+    if (!this.WebSocketImpl) this.transports = this.transports.filter((t) => t !== "websocket");
+    this.fetchImpl = options.fetch || globalThis.fetch.bind(globalThis);
+    this.wsUrl = options.wsUrl || this.url.replace(/^http/, "ws") + "/v1/ws";
+    this.backoff = { initial: 250, max: 15000, ...(options.backoff || {}) };
+    this.pollWait = options.pollWait ?? 25;
+    this.retryWebSocketMs = options.retryWebSocketMs ?? 30000;
+
+    this.state = "connecting";       // connecting | open | closed
+    this.transport = null;           // websocket | polling
+    this.subs = new Map();           // id -> Subscription
+    this.pending = new Map();        // cid -> {frame, resolve, reject}
+    this.listeners = new Map();      // event -> Set<fn>
+    this.prefix = randomWord();
+    this.counter = 0;
+    this.closed = false;
+    this.socket = null;              // the open WebSocket
+    this.poll = null;                // the polling loop's controls
+    this.resubscribing = null;       // subscription ids not yet answered on a new WebSocket
+    this.wakeLoop = new AbortController();
+    // Started after the caller's own synchronous set-up (listeners, first subscriptions).
+    this.loop = Promise.resolve().then(() => this.run());
+  }
+
+  // MARK: events
+
+  /** `state` (state, detail), `error` (WarrenError), `transport` (websocket | polling). Returns an unsubscribe function. */
+  on(event, fn) {
+    if (!this.listeners.has(event)) this.listeners.set(event, new Set());
+    this.listeners.get(event).add(fn);
+    return () => this.listeners.get(event).delete(fn);
+  }
+  emit(event, ...args) {
+    for (const fn of this.listeners.get(event) || []) {
+      try { fn(...args); } catch (e) { queueMicrotask(() => { throw e; }); }
+    }
+  }
+  setState(state, detail) {
+    if (this.state === state && !detail) return;
+    this.state = state;
+    this.emit("state", state, detail);
+  }
+
+  // MARK: the API
+
+  /**
+   * Subscribes `pattern` (`mode` "live" or "inbox"; `presence` on a live concrete route).
+   * `handler(env, {sub, redelivered})` is called per delivery; an inbox delivery is
+   * acknowledged once it returned (or its promise resolved). Returns a Subscription whose
+   * `ready` resolves once the subscription is in effect.
+   */
+  subscribe(pattern, options = {}, handler) {
+    if (typeof options === "function") { handler = options; options = {}; }
+    const id = options.id || "s" + (++this.counter);
+    if (this.subs.has(id)) throw new WarrenError("conflict", `subscription id ${id} is in use`);
+    const sub = new Subscription(this, id, pattern, options.mode || "live", !!options.presence, handler || (() => {}));
+    this.subs.set(id, sub);
+    if (this.socket) this.socket.send(JSON.stringify(sub.frame()));
+    else if (this.poll) this.poll.restart();
+    return sub;
+  }
+
+  unsubscribe(sub) {
+    if (this.subs.get(sub.id) !== sub) return;
+    this.subs.delete(sub.id);
+    sub.settle(new WarrenError("closed", "unsubscribed"));
+    if (this.socket) this.socket.send(JSON.stringify({ op: "unsub", id: sub.id }));
+    else if (this.poll) this.poll.restart();
+  }
+
+  /**
+   * Publishes `body` to `route` (or to every route of an array, all or none). Resolves with
+   * the envelope id (an array of ids for several routes) once the broker confirmed. The send
+   * is kept, with its `cid`, until then: resent after a reconnect, published once.
+   */
+  publish(route, body, options = {}) {
+    if (this.closed) return Promise.reject(new WarrenError("closed", "the client is closed"));
+    const cid = options.cid || `${this.prefix}-${++this.counter}`;
+    const frame = { op: "pub", type: options.type || "text", body, cid };
+    if (Array.isArray(route)) frame.routes = route; else frame.route = route;
+    if (options.headers) frame.headers = options.headers;
+    if (options.transient) frame.transient = true;
+    return new Promise((resolve, reject) => {
+      const entry = { frame, resolve, reject, sending: false };
+      this.pending.set(cid, entry);
+      this.sendPublish(entry);
+    });
+  }
+
+  /** The newest `limit` stored messages of `route` before `before` (an envelope id), oldest first: `{messages, more}`. */
+  history(route, { before, limit } = {}) {
+    const q = new URLSearchParams({ route });
+    if (before) q.set("before", before);
+    if (limit) q.set("limit", String(limit));
+    return this.request("GET", "/v1/history?" + q);
+  }
+
+  /** The user's conversations, newest activity first: `[{route, last, unread, read}]`. */
+  async conversations() {
+    return (await this.request("GET", "/v1/conversations")).conversations;
+  }
+
+  /** Moves the user's read marker on `route` forward to `id`. */
+  async read(route, id) {
+    await this.request("POST", "/v1/read", { route, id });
+  }
+
+  /** The users present on `route`, on every node. */
+  async presence(route) {
+    return (await this.request("GET", "/v1/presence?" + new URLSearchParams({ route }))).users;
+  }
+
+  /** Closes the client: pending publishes are rejected with `closed`. */
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.wakeLoop.abort();
+    this.socket?.close(1000);
+    this.poll?.stop();
+    for (const [, p] of this.pending) p.reject(new WarrenError("closed", "the client is closed"));
+    this.pending.clear();
+    for (const [, s] of this.subs) s.settle(new WarrenError("closed", "the client is closed"));
+    this.setState("closed");
+  }
+
+  // MARK: HTTP
+
+  authQuery() {
+    if (this.token) return "";
+    return this.user ? "user=" + encodeURIComponent(this.user) : "";
+  }
+  authHeaders(json) {
+    const h = json ? { "Content-Type": "application/json" } : {};
+    if (this.token) h.Authorization = "Bearer " + this.token;
+    return h;
+  }
+
+  /** An HTTP request with the client's credentials; JSON in and out, errors as WarrenError. A 401 refreshes the token once. */
+  async request(method, path, body, { signal, refreshed = false } = {}) {
+    const a = this.authQuery();
+    const url = this.url + path + (a ? (path.includes("?") ? "&" : "?") + a : "");
+    let res;
+    try {
+      res = await this.fetchImpl(url, {
+        method, signal, headers: this.authHeaders(body !== undefined),
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      if (signal?.aborted) throw new WarrenError("aborted", "aborted");
+      throw new WarrenError("unavailable", `cannot reach Warren: ${e.message || e}`);
+    }
+    if (res.status === 204) return {};
+    let json = null;
+    try { json = await res.json(); } catch { /* not JSON */ }
+    if (res.ok) return json || {};
+    const error = json?.error ? new WarrenError(json.error.code, json.error.message, res.status)
+      : new WarrenError(res.status >= 500 ? "unavailable" : "bad_frame", `HTTP ${res.status}`, res.status);
+    if (res.status === 401 && !refreshed && await this.refreshToken()) {
+      return this.request(method, path, body, { signal, refreshed: true });
+    }
+    throw error;
+  }
+
+  /** Asks `getToken` for a new token; false when there is no way to get one. */
+  async refreshToken() {
+    if (!this.getToken) return false;
+    try {
+      const token = await this.getToken();
+      if (!token) return false;
+      this.token = token;
+      return true;
+    } catch (e) {
+      this.emit("error", new WarrenError("unauthorized", `getToken failed: ${e.message || e}`));
+      return false;
+    }
+  }
+
+  // MARK: the connection loop
+
+  /** Connects, and after each loss reconnects (backoff with jitter), until closed or told to stop. */
+  async run() {
+    let attempt = 0;
+    let nextWebSocketTry = 0;
+    let opened = null;   // a WebSocket the polling loop opened (moving back)
+    while (!this.closed) {
+      const useWebSocket = this.transports.includes("websocket") &&
+        (opened || !this.transports.includes("polling") || Date.now() >= nextWebSocketTry);
+      this.setState("connecting");
+      const outcome = useWebSocket ? await this.runWebSocket(opened) : await this.runPolling(nextWebSocketTry);
+      opened = null;
+      if (this.closed) break;
+      if (outcome.opened) attempt = 0;
+      if (outcome.websocket) { opened = outcome.websocket; continue; }
+      if (outcome.fatal) {
+        this.emit("error", outcome.fatal);
+        this.close();
+        break;
+      }
+      if (outcome.unauthorized) {
+        if (await this.refreshToken()) { nextWebSocketTry = 0; continue; }
+        this.emit("error", new WarrenError("unauthorized", "the token was refused and getToken gave no other"));
+        this.close();
+        break;
+      }
+      if (useWebSocket && !outcome.opened && this.transports.includes("polling")) {
+        // The WebSocket could not open: poll now, and try it again later.
+        nextWebSocketTry = Date.now() + this.retryWebSocketMs;
+        continue;
+      }
+      const ceiling = Math.min(this.backoff.max, this.backoff.initial * 2 ** Math.min(attempt, 16));
+      attempt += 1;
+      this.setState("connecting", { retryInMs: Math.round(ceiling) });
+      await sleep(Math.random() * ceiling, this.wakeLoop.signal);
+    }
+  }
+
+  opened(transport) {
+    this.transport = transport;
+    this.emit("transport", transport);
+    this.setState("open");
+  }
+
+  // MARK: WebSocket
+
+  /** Opens a WebSocket; resolves with it once open, or null. */
+  openWebSocket() {
+    const q = new URLSearchParams({ device: this.device });
+    if (this.token) q.set("token", this.token); else if (this.user) q.set("user", this.user);
+    let ws;
+    try { ws = new this.WebSocketImpl(this.wsUrl + (this.wsUrl.includes("?") ? "&" : "?") + q); } catch { return Promise.resolve(null); }
+    return new Promise((resolve) => {
+      const early = [];
+      ws.onopen = () => { ws.early = early; resolve(ws); };
+      ws.onmessage = (event) => early.push(event);
+      // A refused handshake: browsers report error then close, Node's WebSocket only error.
+      ws.onerror = () => resolve(null);
+      ws.onclose = () => resolve(null);
+    });
+  }
+
+  /** Runs one WebSocket connection to its end: `{opened, unauthorized, fatal}`. */
+  async runWebSocket(already) {
+    const ws = already || await this.openWebSocket();
+    if (!ws || ws.readyState !== WS_OPEN) return { opened: false };
+    if (this.closed) { ws.close(1000); return { opened: false }; }
+    return new Promise((resolve) => {
+      const acks = [];
+      const flushAcks = () => {
+        if (acks.length === 0) return;
+        if (ws.readyState === WS_OPEN) ws.send(JSON.stringify(acks.length === 1 ? { op: "ack", id: acks[0] } : { op: "ack", ids: acks.slice() }));
+        acks.length = 0;
+      };
+      const ack = (id) => {
+        if (acks.length === 0) queueMicrotask(flushAcks);
+        acks.push(id);
+      };
+      const onMessage = (event) => {
+        let f;
+        try { f = JSON.parse(typeof event.data === "string" ? event.data : String(event.data)); } catch { return; }
+        this.onFrame(f, ack);
+      };
+      ws.onmessage = onMessage;
+      ws.onclose = (event) => {
+        if (this.socket === ws) { this.socket = null; this.resubscribing = null; }
+        for (const [, p] of this.pending) p.sending = false;
+        const code = event.code;
+        if (code === 4401) resolve({ opened: true, unauthorized: true });
+        else if (code === 1008) resolve({ opened: true, fatal: new WarrenError("forbidden", `closed by Warren: ${event.reason || "policy"} (1008)`) });
+        else resolve({ opened: true });
+      };
+      this.socket = ws;
+      // Open once every subscription is in effect again.
+      this.resubscribing = new Set(this.subs.keys());
+      for (const [, sub] of this.subs) ws.send(JSON.stringify(sub.frame()));
+      for (const [, p] of this.pending) this.sendPublish(p);
+      this.resubscribed(undefined);
+      for (const event of ws.early || []) onMessage(event);
+    });
+  }
+
+  /** Subscription `id` is answered; the last one answered after a (re)connect opens the client. */
+  resubscribed(id) {
+    if (!this.resubscribing) return;
+    if (id !== undefined) this.resubscribing.delete(id);
+    if (this.resubscribing.size > 0) return;
+    this.resubscribing = null;
+    this.opened("websocket");
+  }
+
+  /** A frame from Warren. */
+  onFrame(f, ack) {
+    switch (f.op) {
+      case "msg": return this.deliver(this.subs.get(f.sub), f.env, !!f.redelivered, ack);
+      case "subscribed":
+        this.resubscribed(f.id);
+        return this.subs.get(f.id)?.settle();
+      case "puback": {
+        const p = this.pending.get(f.cid);
+        if (!p) return;
+        this.pending.delete(f.cid);
+        return p.resolve(f.ids || f.id);
+      }
+      case "error": {
+        const error = new WarrenError(f.code, f.message);
+        const p = f.ref !== undefined && this.pending.get(f.ref);
+        if (p) {
+          p.sending = false;
+          if (f.code === "unavailable" || f.code === "rate_limited") {
+            // Not published: tried again shortly, with the same cid.
+            setTimeout(() => this.sendPublish(p), 500 + Math.random() * 500);
+            return;
+          }
+          this.pending.delete(f.ref);
+          return p.reject(error);
+        }
+        const sub = f.ref !== undefined && this.subs.get(f.ref);
+        if (sub) this.resubscribed(sub.id);
+        if (sub && !sub.settled) {
+          this.subs.delete(sub.id);
+          return sub.settle(error);
+        }
+        return this.emit("error", error);
+      }
+      default: return undefined;
+    }
+  }
+
+  /**
+   * Hands a delivery to its subscription's handler, after the ones before it (one at a time,
+   * in order); an inbox delivery is acked after it.
+   */
+  deliver(sub, env, redelivered, ack) {
+    if (!sub || !env) return Promise.resolve();
+    sub.tail = sub.tail.then(() => this.handle(sub, env, redelivered, ack));
+    return sub.tail;
+  }
+
+  async handle(sub, env, redelivered, ack) {
+    if (sub.seen.has(env.id)) { if (sub.mode === "inbox") ack(env.id); return; }
+    try {
+      await sub.handler(env, { sub, redelivered });
+    } catch (e) {
+      // Not acknowledged: delivered again after a reconnect.
+      this.emit("error", new WarrenError("internal", `a handler of ${sub.pattern} threw: ${e.message || e}`));
+      return;
+    }
+    sub.seen.add(env.id);
+    if (sub.mode === "inbox") ack(env.id);
+  }
+
+  sendPublish(entry) {
+    if (this.closed || entry.sending || !this.pending.has(entry.frame.cid)) return;
+    if (this.socket && this.socket.readyState === WS_OPEN) {
+      entry.sending = true;
+      this.socket.send(JSON.stringify(entry.frame));
+    } else if (this.poll) {
+      entry.sending = true;
+      this.postPublish(entry);
+    }
+  }
+
+  /** `POST /v1/messages`, repeated with the same cid until answered. */
+  async postPublish(entry) {
+    const { op, ...message } = entry.frame;
+    while (!this.closed && this.pending.has(message.cid)) {
+      try {
+        const answer = await this.request("POST", "/v1/messages", message);
+        this.pending.delete(message.cid);
+        return entry.resolve(answer.ids || answer.id);
+      } catch (e) {
+        if (e.code !== "unavailable" && e.code !== "rate_limited" && e.code !== "internal") {
+          this.pending.delete(message.cid);
+          return entry.reject(e);
+        }
+        await sleep(500 + Math.random() * 1000, this.wakeLoop.signal);
+        if (this.socket) { entry.sending = false; return this.sendPublish(entry); }
+      }
+    }
+  }
+
+  // MARK: long-polling
+
+  openedPolling() {
+    this.opened("polling");
+    for (const [, p] of this.pending) { p.sending = false; this.sendPublish(p); }
+  }
+
+  /**
+   * Runs a poll session (a new one whenever the subscriptions change) until polling fails,
+   * the client closes, or a WebSocket opened meanwhile (tried from `nextWebSocketTry` on):
+   * `{opened, unauthorized, fatal, websocket}`.
+   */
+  async runPolling(nextWebSocketTry) {
+    let opened = false;
+    let abort = new AbortController();
+    let restart = false;
+    let switchTo = null;
+    let probing = false;
+    let nextProbe = nextWebSocketTry;
+    this.poll = {
+      restart: () => { restart = true; abort.abort(); },
+      stop: () => abort.abort(),
+    };
+    const probe = () => {
+      probing = true;
+      this.openWebSocket().then((ws) => {
+        probing = false;
+        nextProbe = Date.now() + this.retryWebSocketMs;
+        if (!ws) return;
+        if (this.closed || switchTo) { ws.close(1000); return; }
+        switchTo = ws;
+        abort.abort();
+      });
+    };
+    try {
+      while (!this.closed && !switchTo) {
+        restart = false;
+        abort = new AbortController();
+        // A session for the current subscriptions.
+        const subs = [...this.subs.values()];
+        if (subs.length === 0) {
+          // Nothing to poll (publishing and the store work without a session): wait for a
+          // subscription, the close, or the next WebSocket try.
+          if (!opened) { opened = true; this.openedPolling(); }
+          if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe();
+          const wake = this.transports.includes("websocket") ? Math.max(100, nextProbe - Date.now()) : 2 ** 31 - 1;
+          await sleep(wake, abort.signal);
+          continue;
+        }
+        let session;
+        try {
+          session = (await this.request("POST", "/v1/poll", {
+            subscriptions: subs.map((s) => ({ id: s.id, pattern: s.pattern, mode: s.mode, ...(s.presence ? { presence: true } : {}) })),
+            device: this.device,
+          }, { refreshed: true })).session;
+        } catch (e) {
+          if (e.status === 401) return { opened, unauthorized: true };
+          if (e.status === 400 || e.status === 403 || e.status === 404) {
+            // A subscription Warren refuses: the ones not yet in effect fail, the rest go on.
+            const fresh = subs.filter((s) => !s.settled);
+            if (fresh.length === 0) return { opened, fatal: e };
+            for (const s of fresh) { this.subs.delete(s.id); s.settle(e); }
+            continue;
+          }
+          return { opened };
+        }
+        for (const s of subs) s.settle();
+        if (!opened) { opened = true; this.openedPolling(); }
+        const path = "/v1/poll/" + encodeURIComponent(session);
+        let cursor = null;
+        let outcome = null;
+        while (!this.closed && !restart && !switchTo) {
+          if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe();
+          const q = new URLSearchParams({ wait: String(this.pollWait) });
+          if (cursor) q.set("ack", cursor);
+          let answer;
+          try {
+            answer = await this.request("GET", path + "?" + q, undefined, { signal: abort.signal, refreshed: true });
+          } catch (e) {
+            if (e.code === "aborted") break;
+            if (e.status === 401) outcome = { opened, unauthorized: true };
+            else if (e.status !== 404) outcome = { opened };   // a 404: the session ended (expired, its node forgot it): a new one
+            break;
+          }
+          cursor = answer.cursor;
+          const handed = (answer.messages || []).map((m) =>
+            this.deliver(this.subs.get(m.sub) || subs.find((s) => s.pattern === m.sub), m.env, !!m.redelivered, () => {}));
+          await Promise.all(handed);
+        }
+        // Leaving this session: what was handed out is acked, and the session dropped.
+        if (cursor) this.request("POST", path + "/ack", { cursor }).catch(() => {});
+        this.request("DELETE", path).catch(() => {});
+        if (outcome) return outcome;
+      }
+      return switchTo ? { opened, websocket: switchTo } : { opened };
+    } finally {
+      this.poll = null;
+    }
+  }
+}

@@ -1,0 +1,278 @@
+// The JavaScript client's tests against a real Warren and RabbitMQ; the same cases run in
+// Node (run.mjs) and in headless Chromium (the page run.mjs drives). No library: `env` gives
+// what the runtime cannot do itself —
+//   env.connect(options)   the library's connect with the test's url, wsUrl and short backoff
+//   env.token(user, ttl)   a signed token for `user`, expiring in `ttl` seconds
+//   env.control(action)    on the proxies between the clients and Warren: cut (every connection),
+//                          hold (Warren's bytes to the clients held back), down (cut, and refuse
+//                          new connections), forward (normal again), refuseWebSocket (/v1/ws
+//                          answered 503), acceptWebSocket; closeBroker (rabbitmqctl
+//                          close_all_connections)
+//   env.unique(prefix)     a user name no other run uses
+
+export class Failure extends Error {}
+
+export function check(condition, message) {
+  if (!condition) throw new Failure(message);
+}
+
+/** Resolves with the first value `next` yields that passes `test`, or fails after `ms`. */
+export function waitFor(what, ms, subscribe) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { stop?.(); reject(new Failure(`timed out waiting for ${what}`)); }, ms);
+    const stop = subscribe((value) => { clearTimeout(timer); stop?.(); resolve(value); });
+  });
+}
+
+/** A queue of deliveries a test awaits one by one. */
+class Inbox {
+  constructor() { this.items = []; this.waiters = []; }
+  push(item) {
+    const w = this.waiters.shift();
+    if (w) w(item); else this.items.push(item);
+  }
+  next(what, ms = 15000) {
+    if (this.items.length) return Promise.resolve(this.items.shift());
+    return waitFor(what, ms, (resolve) => {
+      this.waiters.push(resolve);
+      return () => { const k = this.waiters.indexOf(resolve); if (k >= 0) this.waiters.splice(k, 1); };
+    });
+  }
+  /** Deliveries up to and including the one whose body is `sentinel`. */
+  async until(sentinel, ms = 15000) {
+    const got = [];
+    for (;;) {
+      const item = await this.next(`the sentinel ${sentinel}`, ms);
+      got.push(item);
+      if (item.env.body === sentinel) return got;
+    }
+  }
+}
+
+function collect(client, pattern, options = {}, { before } = {}) {
+  const inbox = new Inbox();
+  const sub = client.subscribe(pattern, options, async (env, meta) => {
+    if (before) await before(env, meta);
+    inbox.push({ env, redelivered: meta.redelivered });
+  });
+  return { sub, inbox };
+}
+
+function stateIs(client, state, ms = 15000) {
+  if (client.state === state) return Promise.resolve();
+  return waitFor(`state ${state}`, ms, (resolve) => client.on("state", (s) => { if (s === state) resolve(); }));
+}
+
+export const cases = [
+  {
+    name: "live and inbox publish/subscribe, both ways",
+    async run(env) {
+      const alice = env.unique("alice"), bob = env.unique("bob");
+      const a = await env.connect({ user: alice });
+      const b = await env.connect({ user: bob });
+      try {
+        const room = "room." + env.unique("r");
+        const aRoom = collect(a, room);
+        const bRoom = collect(b, room);
+        const bInbox = collect(b, `#.${bob}.#`, { mode: "inbox" });
+        await Promise.all([aRoom.sub.ready, bRoom.sub.ready, bInbox.sub.ready]);
+        const id = await a.publish(room, "hello room", { headers: { lang: "en" } });
+        check(typeof id === "string" && id.length === 36, `publish resolves with an envelope id, got ${id}`);
+        for (const r of [aRoom, bRoom]) {
+          const m = await r.inbox.next("the room message");
+          check(m.env.id === id && m.env.from === alice && m.env.body === "hello room" && m.env.headers.lang === "en",
+                `the room message as sent: ${JSON.stringify(m.env)}`);
+        }
+        const route = [alice, bob].sort().join(".");
+        const ids = await a.publish([route, room], { text: "to both" }, { type: "app:card" });
+        check(Array.isArray(ids) && ids.length === 2, `a multicast resolves with two ids, got ${ids}`);
+        const m = await bInbox.inbox.next("the inbox message");
+        check(m.env.id === ids[0] && m.env.type === "app:card" && m.env.body.text === "to both" && m.env.from === alice,
+              `the inbox message as sent: ${JSON.stringify(m.env)}`);
+        // Bob answers; his answer reaches Alice's inbox.
+        const aInbox = collect(a, `#.${alice}.#`, { mode: "inbox" });
+        await aInbox.sub.ready;
+        const back = await b.publish(route, "hi alice");
+        const reply = await aInbox.inbox.next("bob's answer");
+        check(reply.env.id === back && reply.env.from === bob, `bob's answer: ${JSON.stringify(reply.env)}`);
+        // A forbidden route rejects with its code, and the client goes on.
+        let refused = null;
+        try { await a.publish(`${bob}.carol`, "not mine"); } catch (e) { refused = e; }
+        check(refused && refused.code === "forbidden", `a publish outside the ACL is forbidden, got ${refused && refused.code}`);
+        let badSub = null;
+        try { await a.subscribe(`#.${bob}.#`, { mode: "inbox" }).ready; } catch (e) { badSub = e; }
+        check(badSub && badSub.code === "forbidden", `a subscription outside the ACL is forbidden, got ${badSub && badSub.code}`);
+      } finally { a.close(); b.close(); }
+    },
+  },
+  {
+    name: "an inbox delivery not acknowledged is delivered again after a reconnect",
+    async run(env) {
+      const carol = env.unique("carol"), dave = env.unique("dave");
+      const d = await env.connect({ user: dave, direct: true });
+      const c = await env.connect({ user: carol });
+      try {
+        let failFirst = true;
+        const inbox = collect(c, `#.${carol}.#`, { mode: "inbox" }, {
+          before: () => { if (failFirst) { failFirst = false; throw new Error("not now"); } },
+        });
+        await inbox.sub.ready;
+        const route = [carol, dave].sort().join(".");
+        const first = await d.publish(route, "one");
+        await d.publish(route, "two");
+        const two = await inbox.inbox.next("the second message");
+        check(two.env.body === "two", `the first delivery's handler threw, the second is handed on: ${two.env.body}`);
+        // Offline meanwhile: the connection is cut and a message published while it is away.
+        await env.control("down");
+        await d.publish(route, "three");
+        await env.control("forward");
+        const again = await inbox.inbox.until("three");
+        const bodies = again.map((m) => m.env.body);
+        check(again.some((m) => m.env.id === first && m.redelivered), `"one" is redelivered after the reconnect: ${JSON.stringify(bodies)}`);
+        check(bodies.filter((b) => b === "two").length === 0, `"two" (acknowledged) is not handed over again: ${JSON.stringify(bodies)}`);
+      } finally { c.close(); d.close(); }
+    },
+  },
+  {
+    name: "a publish retried across a forced disconnect arrives once",
+    async run(env) {
+      const erin = env.unique("erin"), frank = env.unique("frank");
+      const f = await env.connect({ user: frank, direct: true });
+      const e = await env.connect({ user: erin });
+      try {
+        const route = [erin, frank].sort().join(".");
+        const seen = collect(f, `#.${frank}.#`, { mode: "inbox" });
+        await seen.sub.ready;
+        await stateIs(e, "open");
+        // Warren's answers to Erin are held back: the publish happens, its puback is lost.
+        await env.control("hold");
+        const published = e.publish(route, "exactly once");
+        const arrived = await seen.inbox.next("the publish reaching frank");
+        check(arrived.env.body === "exactly once", `frank got ${JSON.stringify(arrived.env.body)}`);
+        await env.control("cut");
+        await env.control("forward");
+        const id = await published;
+        check(id === arrived.env.id, `the retried publish is acknowledged with the first id (${id} vs ${arrived.env.id})`);
+        await e.publish(route, "sentinel");
+        const rest = await seen.inbox.until("sentinel");
+        check(rest.length === 1, `nothing between the message and the sentinel: ${JSON.stringify(rest.map((m) => m.env.body))}`);
+      } finally { e.close(); f.close(); }
+    },
+  },
+  {
+    name: "subscriptions keep working after Warren's broker connection is closed",
+    async run(env) {
+      const gina = env.unique("gina");
+      const g = await env.connect({ user: gina });
+      try {
+        const room = "room." + env.unique("b");
+        const live = collect(g, room);
+        const inbox = collect(g, `#.${gina}.#`, { mode: "inbox" });
+        await Promise.all([live.sub.ready, inbox.sub.ready]);
+        await env.control("closeBroker");
+        // Publishes answered `unavailable` while Warren reconnects are retried by the library.
+        await g.publish(room, "after the broker came back");
+        const m = await live.inbox.next("the live message after the broker reconnect", 30000);
+        check(m.env.body === "after the broker came back", `live: ${JSON.stringify(m.env.body)}`);
+        await g.publish(`${gina}.x`, "inbox after");
+        const n = await inbox.inbox.next("the inbox message after the broker reconnect", 30000);
+        check(n.env.body === "inbox after", `inbox: ${JSON.stringify(n.env.body)}`);
+      } finally { g.close(); }
+    },
+  },
+  {
+    name: "an expired token is refreshed on 4401 and the client goes on",
+    async run(env) {
+      const hana = env.unique("hana");
+      let asked = 0;
+      const h = await env.connect({
+        token: await env.token(hana, 2),
+        getToken: async () => { asked += 1; return env.token(hana, 600); },
+      });
+      try {
+        const room = "room." + env.unique("t");
+        const live = collect(h, room);
+        await live.sub.ready;
+        await waitFor("the 4401 close and the token refresh", 20000, (resolve) => h.on("state", (s) => { if (s === "open" && asked > 0) resolve(); }));
+        check(asked >= 1, "getToken was asked");
+        await h.publish(room, "with the new token");
+        const m = await live.inbox.next("the message after the refresh");
+        check(m.env.body === "with the new token" && m.env.from === hana, `after the refresh: ${JSON.stringify(m.env)}`);
+      } finally { h.close(); }
+    },
+  },
+  {
+    name: "long-polling when /v1/ws is refused, and back to the WebSocket once it opens",
+    async run(env) {
+      const ivan = env.unique("ivan"), jo = env.unique("jo");
+      await env.control("refuseWebSocket");
+      const i = await env.connect({ user: ivan });
+      const j = await env.connect({ user: jo, direct: true });
+      try {
+        check(i.transport === "polling", `polling, got ${i.transport}`);
+        const route = [ivan, jo].sort().join(".");
+        const inbox = collect(i, `#.${ivan}.#`, { mode: "inbox" });
+        const room = "room." + env.unique("p");
+        const live = collect(i, room);
+        await Promise.all([inbox.sub.ready, live.sub.ready]);
+        await j.publish(route, "to the poller");
+        const m = await inbox.inbox.next("the inbox message over polling");
+        check(m.env.body === "to the poller" && m.env.from === jo, `over polling: ${JSON.stringify(m.env)}`);
+        const jInbox = collect(j, `#.${jo}.#`, { mode: "inbox" });
+        await jInbox.sub.ready;
+        const sent = await i.publish(route, "from the poller");
+        const back = await jInbox.inbox.next("the poller's publish");
+        check(back.env.id === sent && back.env.via === "poll" && back.env.from === ivan, `the poller's publish: ${JSON.stringify(back.env)}`);
+        await j.publish(room, "live to the poller");
+        const l = await live.inbox.next("the live message over polling");
+        check(l.env.body === "live to the poller", `live over polling: ${JSON.stringify(l.env.body)}`);
+        // The WebSocket opens again: the client moves back to it, subscriptions and all.
+        await env.control("acceptWebSocket");
+        await waitFor("the move back to the WebSocket", 15000, (resolve) => {
+          if (i.transport === "websocket") { resolve(); return undefined; }
+          return i.on("transport", (t) => { if (t === "websocket") resolve(); });
+        });
+        await j.publish(route, "to the socket");
+        const got = await inbox.inbox.until("to the socket");
+        check(got.every((x) => x.env.body !== "to the poller"), `nothing handed over twice: ${JSON.stringify(got.map((x) => x.env.body))}`);
+        await j.publish(room, "live to the socket");
+        await live.inbox.until("live to the socket");
+      } finally { i.close(); j.close(); await env.control("acceptWebSocket"); }
+    },
+  },
+];
+
+/**
+ * The `env` the cases use, from what the runtime provides: the library's `connect`, `token`
+ * and `control` (see the top of this file), the proxied `url` and `wsUrl` the connection cuts
+ * apply to, and `directUrl` (Warren itself).
+ */
+export function makeEnv({ connect, token, control, url, wsUrl, directUrl }) {
+  return {
+    token,
+    control,
+    unique: (prefix) => prefix + Math.random().toString(36).slice(2, 8),
+    async connect(options = {}) {
+      const { direct, user, ...rest } = options;
+      const o = { url: direct ? directUrl : url, backoff: { initial: 100, max: 1000 }, retryWebSocketMs: 500, pollWait: 10, ...rest };
+      if (!direct) o.wsUrl = wsUrl;
+      if (!o.token) o.token = await token(user, 600);
+      if (!o.getToken) o.getToken = () => token(user, 600);
+      const client = connect(o);
+      await stateIs(client, "open");
+      return client;
+    },
+  };
+}
+
+/** Runs every case; `report(name, error | null)` after each. Resolves with the failures. */
+export async function runAll(env, report) {
+  let failures = 0;
+  for (const c of cases) {
+    let error = null;
+    try { await c.run(env); } catch (e) { error = e; }
+    if (error) failures += 1;
+    report(c.name, error);
+  }
+  return failures;
+}

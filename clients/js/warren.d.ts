@@ -1,0 +1,115 @@
+// Types for warren.js, Warren's JavaScript client (DESIGN.md §2, §4, §5, §10, §11).
+
+/** The canonical envelope (DESIGN §2). */
+export interface Envelope {
+  v: 1;
+  id: string;
+  route: string;
+  type: string;
+  from: string;
+  via: "ws" | "poll" | "amqp";
+  ts: number;
+  body: unknown;
+  cid?: string;
+  transient?: boolean;
+  headers?: Record<string, string>;
+}
+
+/** An error Warren answered (`code` as in DESIGN §4), or the client's own `closed` / `aborted`. */
+export class WarrenError extends Error {
+  readonly code: string;
+  /** The HTTP status, for an error answered over HTTP. */
+  readonly status?: number;
+}
+
+export interface ConnectOptions {
+  /** Warren's http(s) base URL; in a browser, the page's origin by default. */
+  url?: string;
+  /** A JWT (token mode). */
+  token?: string;
+  /** The user (auth.mode = "none" only). */
+  user?: string;
+  /** Selects the inbox (default "default"). */
+  device?: string;
+  /** Asked for a fresh token when Warren closes with 4401 or answers 401. */
+  getToken?: () => Promise<string> | string;
+  /** Default ["websocket", "polling"]: the WebSocket, long-polling when it cannot open. */
+  transports?: Array<"websocket" | "polling">;
+  /** A WebSocket implementation where there is no global one. */
+  WebSocket?: unknown;
+  fetch?: typeof fetch;
+  /** The WebSocket endpoint when it is not `<url>/v1/ws`. */
+  wsUrl?: string;
+  /** Reconnect backoff in ms (full jitter): default {initial: 250, max: 15000}. */
+  backoff?: { initial?: number; max?: number };
+  /** Seconds a long-poll waits (default 25). */
+  pollWait?: number;
+  /** How often a long-polling client tries the WebSocket again (ms, default 30000). */
+  retryWebSocketMs?: number;
+}
+
+export interface SubscribeOptions {
+  mode?: "live" | "inbox";
+  /** Announce the user on this (concrete, live) route (DESIGN §11). */
+  presence?: boolean;
+  /** The subscription's id (default s1, s2, …). */
+  id?: string;
+}
+
+export interface DeliveryInfo {
+  sub: Subscription;
+  /** RabbitMQ delivered it before (an inbox delivery not acknowledged then). */
+  redelivered: boolean;
+}
+
+/** Called per delivery, one at a time per subscription; an inbox delivery is acknowledged once it returned (or its promise resolved). */
+export type Handler = (env: Envelope, info: DeliveryInfo) => void | Promise<void>;
+
+export interface Subscription {
+  readonly id: string;
+  readonly pattern: string;
+  readonly mode: "live" | "inbox";
+  /** Resolves once the subscription is in effect; rejects with Warren's error (forbidden, bad_route, …). */
+  readonly ready: Promise<Subscription>;
+  unsubscribe(): void;
+}
+
+export interface PublishOptions {
+  type?: string;
+  headers?: Record<string, string>;
+  transient?: boolean;
+  /** The client id of the send (default: made by the client, kept across reconnects). */
+  cid?: string;
+}
+
+export interface Conversation {
+  route: string;
+  last: Envelope;
+  unread: number;
+  read: string | null;
+}
+
+export type State = "connecting" | "open" | "closed";
+
+export class WarrenClient {
+  constructor(options?: ConnectOptions);
+  readonly state: State;
+  readonly transport: "websocket" | "polling" | null;
+  on(event: "state", fn: (state: State, detail?: { retryInMs: number }) => void): () => void;
+  on(event: "transport", fn: (transport: "websocket" | "polling") => void): () => void;
+  on(event: "error", fn: (error: WarrenError) => void): () => void;
+  subscribe(pattern: string, handler: Handler): Subscription;
+  subscribe(pattern: string, options: SubscribeOptions, handler: Handler): Subscription;
+  unsubscribe(sub: Subscription): void;
+  /** Resolves with the envelope id once the broker confirmed. */
+  publish(route: string, body: unknown, options?: PublishOptions): Promise<string>;
+  /** Several routes, all or none: resolves with one id per route. */
+  publish(routes: string[], body: unknown, options?: PublishOptions): Promise<string[]>;
+  history(route: string, options?: { before?: string; limit?: number }): Promise<{ route: string; messages: Envelope[]; more: boolean }>;
+  conversations(): Promise<Conversation[]>;
+  read(route: string, id: string): Promise<void>;
+  presence(route: string): Promise<string[]>;
+  close(): void;
+}
+
+export function connect(options?: ConnectOptions): WarrenClient;

@@ -1,0 +1,1 @@
+../../Sources/WarrenHTTP/Client/warren.js
