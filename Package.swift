@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "AMQPClient", targets: ["AMQPClient"]),
         // Exposed for Fuzz/ (a separate package built with -sanitize=fuzzer).
         .library(name: "WarrenCore", targets: ["WarrenCore"]),
+        .library(name: "WarrenClient", targets: ["WarrenClient"]),
         .executable(name: "warren", targets: ["warren"]),
     ],
     dependencies: [
@@ -84,6 +85,18 @@ let package = Package(
             ],
             // The JavaScript client (Client/warren.js, linked from clients/js), served at /warren.js.
             resources: [.embedInCode("Client/warren.js")]
+        ),
+        // The Swift client library (clients talk to Warren through it; `warren chat` is its
+        // first user): SwiftNIO for the WebSocket, URLSession for HTTP, nothing of Warren's own.
+        .target(
+            name: "WarrenClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         // The executable: a few lines of wiring.
         .executableTarget(
@@ -190,6 +203,7 @@ let package = Package(
             dependencies: [
                 "WarrenCore",
                 "WarrenStore",
+                "WarrenClient",
                 "TestSupport",
                 "AMQPClient",
                 // The load tool's light clients (one NIO channel each), for the scale tests.

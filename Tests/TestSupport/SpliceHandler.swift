@@ -14,8 +14,14 @@ public final class SpliceHandler: ChannelDuplexHandler, @unchecked Sendable {
     init(isFrozen: @escaping @Sendable () -> Bool) { self.isFrozen = isFrozen }
 
     public static func pair(isFrozen: @escaping @Sendable () -> Bool) -> (SpliceHandler, SpliceHandler) {
-        let a = SpliceHandler(isFrozen: isFrozen)
-        let b = SpliceHandler(isFrozen: isFrozen)
+        pair(isFrozen: isFrozen, isFrozen)
+    }
+
+    /// A pair frozen separately: `a` drops what its channel reads while `aFrozen` says so, `b` likewise.
+    public static func pair(isFrozen aFrozen: @escaping @Sendable () -> Bool,
+                            _ bFrozen: @escaping @Sendable () -> Bool) -> (SpliceHandler, SpliceHandler) {
+        let a = SpliceHandler(isFrozen: aFrozen)
+        let b = SpliceHandler(isFrozen: bFrozen)
         a.partner = b
         b.partner = a
         return (a, b)

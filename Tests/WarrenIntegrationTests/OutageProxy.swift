@@ -3,32 +3,43 @@ import NIOCore
 import NIOPosix
 import TestSupport
 
-/// A loopback TCP proxy to the broker that can play an outage: when down, it drops every
-/// open connection and refuses (closes at once) new ones.
+/// A loopback TCP proxy (to the broker, or to Warren for the client libraries' tests) that can
+/// play an outage: when down, it drops every open connection and refuses (closes at once) new
+/// ones; muted, it drops what the target sends; refusing, it answers every new connection's
+/// request with a 503 (a proxy that lets no WebSocket through).
 final class OutageProxy: Sendable {
+    private struct State {
+        var down = false
+        var muted = false
+        var refusing = false
+        var open: [ObjectIdentifier: any Channel] = [:]
+    }
+
     let port: Int
     private let server: any Channel
-    private let state: NIOLockedValueBox<(down: Bool, open: [ObjectIdentifier: any Channel])>
+    private let state: NIOLockedValueBox<State>
 
-    private init(port: Int, server: any Channel, state: NIOLockedValueBox<(down: Bool, open: [ObjectIdentifier: any Channel])>) {
+    private init(port: Int, server: any Channel, state: NIOLockedValueBox<State>) {
         self.port = port
         self.server = server
         self.state = state
     }
 
     static func start(to target: Int) async throws -> OutageProxy {
-        let state = NIOLockedValueBox<(down: Bool, open: [ObjectIdentifier: any Channel])>((false, [:]))
+        let state = NIOLockedValueBox(State())
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { inbound in
-                if state.withLockedValue({ $0.down }) { return inbound.close() }
+                let (down, refusing) = state.withLockedValue { ($0.down, $0.refusing) }
+                if down { return inbound.close() }
+                if refusing { return inbound.pipeline.addHandler(RefuseHandler()) }
                 return ClientBootstrap(group: inbound.eventLoop).connect(host: "127.0.0.1", port: target).flatMap { outbound in
                     state.withLockedValue {
                         $0.open[ObjectIdentifier(inbound)] = inbound
                         $0.open[ObjectIdentifier(outbound)] = outbound
                     }
-                    let (a, b) = SpliceHandler.pair(isFrozen: { false })
+                    let (a, b) = SpliceHandler.pair(isFrozen: { false }, { state.withLockedValue { $0.muted } })
                     return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
                 }
             }
@@ -37,14 +48,47 @@ final class OutageProxy: Sendable {
     }
 
     func setDown(_ down: Bool) {
+        state.withLockedValue { $0.down = down }
+        if down { cut() }
+    }
+
+    /// Closes every open connection (new ones are let through).
+    func cut() {
         let toClose = state.withLockedValue { s -> [any Channel] in
-            s.down = down
-            guard down else { return [] }
             defer { s.open.removeAll() }
             return Array(s.open.values)
         }
         for c in toClose { c.close(promise: nil) }
     }
 
+    /// Drops (while on) whatever the target sends to the clients.
+    func setMuted(_ muted: Bool) { state.withLockedValue { $0.muted = muted } }
+
+    /// Answers (while on) every new connection with a 503.
+    func setRefusing(_ refusing: Bool) { state.withLockedValue { $0.refusing = refusing } }
+
     func stop() async { try? await server.close() }
+}
+
+/// Answers the first bytes of a connection with a 503 and closes it.
+private final class RefuseHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { context.read() }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.read()
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let body = #"{"error":{"code":"unavailable","message":"no WebSockets through this proxy"}}"#
+        let answer = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: \(body.utf8.count)\r\n"
+            + "connection: close\r\n\r\n" + body
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).whenComplete { _ in channel.close(promise: nil) }
+    }
 }

@@ -1,0 +1,17 @@
+/// How a client reaches Warren.
+public enum Transport: String, Sendable, Hashable {
+    /// `GET /v1/ws`.
+    case webSocket = "websocket"
+    /// HTTP long-polling (`/v1/poll`), where the WebSocket cannot open.
+    case polling
+}
+
+/// A client's connection state, as ``WarrenClient/states`` reports it.
+public enum ClientState: Sendable, Hashable {
+    /// Connecting, or waiting `retryIn` before the next try.
+    case connecting(retryIn: Duration?)
+    /// Connected, every subscription in effect.
+    case open(Transport)
+    /// Closed by ``WarrenClient/close()``, or for good (1008, a token refused with no other).
+    case closed
+}

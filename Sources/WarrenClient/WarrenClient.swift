@@ -1,0 +1,675 @@
+import Foundation
+
+/// Warren's Swift client (DESIGN §4, §5): the same model as the JavaScript one
+/// (`clients/js/warren.js`).
+///
+/// ```swift
+/// let client = await WarrenClient.connect(.init(url: URL(string: "http://127.0.0.1:8080")!, user: "alice"))
+/// let inbox = try await client.subscribe("#.alice.#", mode: .inbox)
+/// Task { for await d in inbox { print(d.envelope.from, d.envelope.body) } }
+/// let id = try await client.publish("alice.bob", "hi")
+/// ```
+///
+/// It reconnects with exponential backoff and full jitter, resubscribes, acknowledges an inbox
+/// delivery once the iteration moved past it, keeps every publish until Warren acknowledged it
+/// (resent after a reconnect with its `cid`, which Warren publishes once), asks `getToken` for
+/// a new token on 4401 or a 401, stops on 1008, and long-polls where the WebSocket cannot open,
+/// trying the WebSocket again every `retryWebSocketAfter`. The WebSocket runs on SwiftNIO, HTTP
+/// on URLSession (FoundationNetworking on Linux).
+public actor WarrenClient {
+    /// State changes (one reader).
+    public nonisolated let states: AsyncStream<ClientState>
+    /// Errors with no request to answer them: a handler-less error frame, a refused token (one reader).
+    public nonisolated let errors: AsyncStream<WarrenError>
+    public private(set) var state: ClientState = .connecting(retryIn: nil)
+
+    /// The transport in use while open.
+    public var transport: Transport? {
+        if case .open(let t) = state { return t }
+        return nil
+    }
+
+    private struct Entry {
+        let pattern: String
+        let mode: SubscriptionMode
+        let presence: Bool
+        let continuation: AsyncStream<Delivery>.Continuation
+        var seen = RecentIDs()
+        var ready = false
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+    }
+
+    private struct Pending {
+        let frame: Wire.Pub
+        let continuation: CheckedContinuation<[String], any Error>
+        var sending = false
+    }
+
+    /// How one connection (a WebSocket, or a run of poll sessions) ended.
+    private struct Outcome {
+        var opened: Bool
+        var unauthorized = false
+        var fatal: WarrenError?
+        var switchTo: WebSocketConnection?
+    }
+
+    private let configuration: WarrenClientConfiguration
+    private let http: HTTPRequester
+    private let stateContinuation: AsyncStream<ClientState>.Continuation
+    private let errorContinuation: AsyncStream<WarrenError>.Continuation
+    private var token: String?
+    private let prefix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    private var counter = 0
+    private var closed = false
+    private var loop: Task<Void, Never>?
+    private var openWaiters: [CheckedContinuation<Void, any Error>] = []
+
+    private var subscriptions: [String: Entry] = [:]
+    private var pending: [String: Pending] = [:]
+
+    /// The connection a delivery came on (its ack goes back on that one only).
+    private var epoch = 0
+    private var socket: WebSocketConnection?
+    /// Subscriptions not yet answered on a new WebSocket (open once none is left).
+    private var resubscribing: Set<String>?
+
+    private var pollOpen = false
+    private var pollRestart = false
+    private var pollInterrupt: (@Sendable () -> Void)?
+    private var pollSwitchTo: WebSocketConnection?
+    private var pollProbing = false
+    private var pollNextProbe = ContinuousClock.now
+    /// Inbox deliveries of the last poll answer the application has not moved past yet.
+    private var pollAwaiting: Set<String> = []
+    private var pollAcked: CheckedContinuation<Void, Never>?
+
+    public init(_ configuration: WarrenClientConfiguration) {
+        self.configuration = configuration
+        self.http = HTTPRequester(base: configuration.url)
+        self.token = configuration.token
+        (states, stateContinuation) = AsyncStream.makeStream(of: ClientState.self, bufferingPolicy: .bufferingNewest(64))
+        (errors, errorContinuation) = AsyncStream.makeStream(of: WarrenError.self, bufferingPolicy: .bufferingNewest(64))
+    }
+
+    /// A client that has started connecting (it keeps connecting until ``close()``).
+    public static func connect(_ configuration: WarrenClientConfiguration) async -> WarrenClient {
+        let client = WarrenClient(configuration)
+        await client.start()
+        return client
+    }
+
+    /// Starts connecting (``connect(_:)`` does).
+    public func start() {
+        guard loop == nil, !closed else { return }
+        loop = Task { await self.run() }
+    }
+
+    /// Waits until the client is open; throws once it is closed.
+    public func waitUntilOpen() async throws {
+        if case .open = state { return }
+        if closed { throw WarrenError.closed }
+        try await withCheckedThrowingContinuation { openWaiters.append($0) }
+    }
+
+    // MARK: subscriptions
+
+    /// Subscribes `pattern`; returns once the subscription is in effect (or throws Warren's
+    /// error: `forbidden`, `bad_route`, …). `presence` announces the user on a concrete live route.
+    public func subscribe(_ pattern: String, mode: SubscriptionMode = .live, presence: Bool = false,
+                          id: String? = nil) async throws -> Subscription {
+        guard !closed else { throw WarrenError.closed }
+        counter += 1
+        let id = id ?? "s\(counter)"
+        guard subscriptions[id] == nil else { throw WarrenError("conflict", "subscription id \(id) is in use") }
+        let (stream, continuation) = AsyncStream.makeStream(of: Delivery.self,
+                                                            bufferingPolicy: mode == .live ? .bufferingNewest(10_000) : .unbounded)
+        subscriptions[id] = Entry(pattern: pattern, mode: mode, presence: presence, continuation: continuation)
+        if let socket { socket.send(Wire.encode(subFrame(id))) } else if pollOpen { restartPolling() }
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            if subscriptions[id] != nil { subscriptions[id]!.waiters.append(c) } else { c.resume(throwing: WarrenError.closed) }
+        }
+        return Subscription(id: id, pattern: pattern, mode: mode, stream: stream, client: self)
+    }
+
+    func unsubscribe(_ id: String) {
+        guard let entry = subscriptions.removeValue(forKey: id) else { return }
+        entry.continuation.finish()
+        for w in entry.waiters { w.resume(throwing: WarrenError.closed) }
+        if let socket { socket.send(Wire.encode(Wire.Unsub(id: id))) } else if pollOpen { restartPolling() }
+    }
+
+    private func subFrame(_ id: String) -> Wire.Sub {
+        let e = subscriptions[id]!
+        return Wire.Sub(id: id, pattern: e.pattern, mode: e.mode.rawValue, presence: e.presence ? true : nil)
+    }
+
+    /// The answer to subscription `id`: in effect, or refused (then it ends).
+    private func settle(_ id: String, _ error: WarrenError?) {
+        guard var entry = subscriptions[id] else { return }
+        let waiters = entry.waiters
+        entry.waiters = []
+        if let error {
+            subscriptions[id] = nil
+            entry.continuation.finish()
+            for w in waiters { w.resume(throwing: error) }
+        } else {
+            entry.ready = true
+            subscriptions[id] = entry
+            for w in waiters { w.resume() }
+        }
+    }
+
+    /// Whether a buffered delivery is still to be handed out: not an inbox delivery handed out
+    /// (and so acknowledged) before, nor one from a connection since lost (RabbitMQ requeued it
+    /// then, and it comes again on the new one).
+    func handOut(_ delivery: Delivery) -> Bool {
+        guard let entry = subscriptions[delivery.subscription], entry.mode == .inbox else { return true }
+        let id = delivery.envelope.id
+        let stale = entry.seen.contains(id) || delivery.epoch != epoch
+        guard stale else { return true }
+        if delivery.epoch == epoch, let socket { socket.send(Wire.encode(Wire.Ack(ids: [id]))) }
+        if pollAwaiting.remove(id) != nil, pollAwaiting.isEmpty { resumePollAcked() }
+        return false
+    }
+
+    /// The iteration moved past an inbox delivery: acknowledged.
+    func acknowledge(_ delivery: Delivery) {
+        let id = delivery.envelope.id
+        subscriptions[delivery.subscription]?.seen.insert(id)
+        if delivery.epoch == epoch, let socket { socket.send(Wire.encode(Wire.Ack(ids: [id]))) }
+        if pollAwaiting.remove(id) != nil, pollAwaiting.isEmpty { resumePollAcked() }
+    }
+
+    private func deliver(_ subscription: String, _ env: Envelope, redelivered: Bool, epoch: Int) {
+        // A poll answer names a subscription by its id (else its pattern).
+        let key = subscriptions[subscription] != nil ? subscription : subscriptions.first { $0.value.pattern == subscription }?.key
+        guard let key, var entry = subscriptions[key] else { return }
+        if entry.seen.contains(env.id) {
+            // Handed on before: an inbox redelivery is acknowledged, not shown twice.
+            if entry.mode == .inbox, epoch == self.epoch, let socket { socket.send(Wire.encode(Wire.Ack(ids: [env.id]))) }
+            return
+        }
+        if entry.mode == .live {
+            entry.seen.insert(env.id)
+            subscriptions[key] = entry
+        } else if pollOpen, socket == nil {
+            pollAwaiting.insert(env.id)
+        }
+        entry.continuation.yield(Delivery(envelope: env, redelivered: redelivered, subscription: key, epoch: epoch))
+    }
+
+    // MARK: publishing
+
+    /// Publishes `body` to `route`; returns the envelope id once the broker confirmed. Kept, with
+    /// its `cid`, until then: resent after a reconnect, published once.
+    public func publish(_ route: String, _ body: JSONValue, type: String = "text", headers: [String: String]? = nil,
+                        transient: Bool = false, cid: String? = nil) async throws -> String {
+        let ids = try await send(route: route, routes: nil, body, type: type, headers: headers, transient: transient, cid: cid)
+        return ids.first ?? ""
+    }
+
+    /// Publishes to several routes, all or none; one id per route.
+    public func publish(routes: [String], _ body: JSONValue, type: String = "text", headers: [String: String]? = nil,
+                        transient: Bool = false, cid: String? = nil) async throws -> [String] {
+        try await send(route: nil, routes: routes, body, type: type, headers: headers, transient: transient, cid: cid)
+    }
+
+    private func send(route: String?, routes: [String]?, _ body: JSONValue, type: String, headers: [String: String]?,
+                      transient: Bool, cid: String?) async throws -> [String] {
+        guard !closed else { throw WarrenError.closed }
+        counter += 1
+        let frame = Wire.Pub(route: route, routes: routes, type: type, body: body, cid: cid ?? "\(prefix)-\(counter)",
+                             headers: headers, transient: transient ? true : nil)
+        return try await withCheckedThrowingContinuation { c in
+            pending[frame.cid] = Pending(frame: frame, continuation: c)
+            sendPublish(frame.cid)
+        }
+    }
+
+    private func sendPublish(_ cid: String) {
+        guard !closed, var p = pending[cid], !p.sending else { return }
+        if let socket {
+            p.sending = true
+            pending[cid] = p
+            socket.send(Wire.encode(p.frame))
+        } else if pollOpen {
+            p.sending = true
+            pending[cid] = p
+            Task { await self.postPublish(cid) }
+        }
+    }
+
+    /// `POST /v1/messages`, repeated with the same cid until answered.
+    private func postPublish(_ cid: String) async {
+        var refreshed = false
+        while !closed, let p = pending[cid] {
+            var body = p.frame
+            body.op = nil
+            do {
+                let answer = try await http.send("POST", "/v1/messages", body: body, token: token, user: configuration.user,
+                                                 as: Wire.Published.self)
+                return resolve(cid, answer.ids ?? answer.id.map { [$0] } ?? [])
+            } catch let e as WarrenError {
+                if e.status == 401, !refreshed, await refreshToken() {
+                    refreshed = true
+                    continue
+                }
+                guard ["unavailable", "rate_limited", "internal"].contains(e.code) else {
+                    pending.removeValue(forKey: cid)?.continuation.resume(throwing: e)
+                    return
+                }
+            } catch {
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 500...1500)))
+            if socket != nil {
+                pending[cid]?.sending = false
+                return sendPublish(cid)
+            }
+        }
+    }
+
+    private func resolve(_ cid: String, _ ids: [String]) {
+        pending.removeValue(forKey: cid)?.continuation.resume(returning: ids)
+    }
+
+    // MARK: the store and presence (DESIGN §10, §11)
+
+    /// The newest `limit` stored messages of `route` before `before` (an envelope id), oldest first.
+    public func history(_ route: String, before: String? = nil, limit: Int? = nil) async throws -> HistoryPage {
+        var query = [URLQueryItem(name: "route", value: route)]
+        if let before { query.append(URLQueryItem(name: "before", value: before)) }
+        if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
+        return try await request("GET", "/v1/history", query: query, as: HistoryPage.self)
+    }
+
+    /// The user's conversations, newest activity first.
+    public func conversations() async throws -> [Conversation] {
+        try await request("GET", "/v1/conversations", as: Wire.ConversationList.self).conversations
+    }
+
+    /// Moves the user's read marker on `route` forward to `id`.
+    public func read(_ route: String, id: String) async throws {
+        _ = try await request("POST", "/v1/read", body: Wire.Read(route: route, id: id), as: NoAnswer.self)
+    }
+
+    /// The users present on `route`, on every node.
+    public func presence(_ route: String) async throws -> [String] {
+        try await request("GET", "/v1/presence", query: [URLQueryItem(name: "route", value: route)], as: Wire.Users.self).users
+    }
+
+    /// An HTTP request with the client's credentials; a 401 refreshes the token once.
+    private func request<Answer: Decodable & Sendable>(_ method: String, _ path: String, query: [URLQueryItem] = [],
+                                            body: (some Encodable & Sendable)? = Optional<Wire.Cursor>.none, as: Answer.Type) async throws -> Answer {
+        do {
+            return try await http.send(method, path, query: query, body: body, token: token, user: configuration.user, as: Answer.self)
+        } catch let e as WarrenError where e.status == 401 {
+            guard await refreshToken() else { throw e }
+            return try await http.send(method, path, query: query, body: body, token: token, user: configuration.user, as: Answer.self)
+        }
+    }
+
+    /// Asks `getToken` for a new token; false when there is no way to get one.
+    private func refreshToken() async -> Bool {
+        guard let getToken = configuration.getToken else { return false }
+        do {
+            token = try await getToken()
+            return true
+        } catch {
+            errorContinuation.yield(WarrenError("unauthorized", "getToken failed: \(error)"))
+            return false
+        }
+    }
+
+    // MARK: closing
+
+    /// Closes the client: pending publishes fail with `closed`, subscriptions end.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        loop?.cancel()
+        socket?.close()
+        pollInterrupt?()
+        resumePollAcked()
+        for p in pending.values { p.continuation.resume(throwing: WarrenError.closed) }
+        pending = [:]
+        for entry in subscriptions.values {
+            entry.continuation.finish()
+            for w in entry.waiters { w.resume(throwing: WarrenError.closed) }
+        }
+        subscriptions = [:]
+        setState(.closed)
+        stateContinuation.finish()
+        errorContinuation.finish()
+    }
+
+    private func setState(_ new: ClientState) {
+        guard new != state else { return }
+        state = new
+        stateContinuation.yield(new)
+        switch new {
+        case .open:
+            let waiters = openWaiters
+            openWaiters = []
+            for w in waiters { w.resume() }
+        case .closed:
+            let waiters = openWaiters
+            openWaiters = []
+            for w in waiters { w.resume(throwing: WarrenError.closed) }
+        case .connecting:
+            break
+        }
+    }
+
+    // MARK: the connection loop
+
+    /// Connects, and after each loss reconnects, until closed or told to stop.
+    private func run() async {
+        var attempt = 0
+        var nextWebSocketTry = ContinuousClock.now
+        var opened: WebSocketConnection?
+        let transports = configuration.transports
+        let canPoll = transports.contains(.polling)
+        while !closed {
+            let useWebSocket = transports.contains(.webSocket) && (opened != nil || !canPoll || ContinuousClock.now >= nextWebSocketTry)
+            if case .open = state { setState(.connecting(retryIn: nil)) }
+            let outcome = useWebSocket ? await runWebSocket(opened) : await runPolling(nextProbe: nextWebSocketTry)
+            opened = nil
+            if closed { break }
+            if outcome.opened { attempt = 0 }
+            if let next = outcome.switchTo {
+                opened = next
+                continue
+            }
+            if let fatal = outcome.fatal {
+                errorContinuation.yield(fatal)
+                close()
+                break
+            }
+            if outcome.unauthorized {
+                if await refreshToken() {
+                    nextWebSocketTry = .now
+                    continue
+                }
+                errorContinuation.yield(WarrenError("unauthorized", "the token was refused and getToken gave no other"))
+                close()
+                break
+            }
+            if useWebSocket, !outcome.opened, canPoll {
+                // The WebSocket could not open: poll now, and try it again later.
+                nextWebSocketTry = .now + configuration.retryWebSocketAfter
+                continue
+            }
+            let ceiling = min(configuration.backoffMax, configuration.backoffInitial * (1 << min(attempt, 16)))
+            attempt += 1
+            let delay = ceiling * Double.random(in: 0..<1)
+            setState(.connecting(retryIn: delay))
+            try? await Task.sleep(for: delay)
+        }
+    }
+
+    private func openedAs(_ transport: Transport) {
+        setState(.open(transport))
+    }
+
+    /// The WebSocket URL with the credentials.
+    private func webSocketURL() -> URL {
+        var c = URLComponents(url: configuration.webSocketEndpoint, resolvingAgainstBaseURL: false)!
+        var items = c.queryItems ?? []
+        items.append(URLQueryItem(name: "device", value: configuration.device))
+        if let token {
+            items.append(URLQueryItem(name: "token", value: token))
+        } else if let user = configuration.user {
+            items.append(URLQueryItem(name: "user", value: user))
+        }
+        c.queryItems = items
+        return c.url!
+    }
+
+    // MARK: WebSocket
+
+    private func runWebSocket(_ already: WebSocketConnection?) async -> Outcome {
+        let ws: WebSocketConnection
+        if let already {
+            ws = already
+        } else {
+            do {
+                ws = try await WebSocketConnection.connect(to: webSocketURL())
+            } catch let e as WarrenError {
+                return Outcome(opened: false, unauthorized: e.status == 401)
+            } catch {
+                return Outcome(opened: false)
+            }
+        }
+        if closed {
+            ws.close()
+            return Outcome(opened: false)
+        }
+        epoch += 1
+        let mine = epoch
+        socket = ws
+        resubscribing = Set(subscriptions.keys)
+        for id in subscriptions.keys { ws.send(Wire.encode(subFrame(id))) }
+        for cid in pending.keys { sendPublish(cid) }
+        resubscribed(nil)
+        var code: UInt16?
+        for await event in ws.events {
+            switch event {
+            case .text(let text): handle(text, epoch: mine)
+            case .closed(let c): code = c
+            }
+        }
+        if socket === ws {
+            socket = nil
+            resubscribing = nil
+        }
+        for cid in pending.keys { pending[cid]?.sending = false }
+        switch code {
+        case 4401: return Outcome(opened: true, unauthorized: true)
+        case 1008: return Outcome(opened: true, fatal: WarrenError("forbidden", "closed by Warren with 1008 (policy)"))
+        default: return Outcome(opened: true)
+        }
+    }
+
+    /// Subscription `id` answered; the last one answered after a (re)connect opens the client.
+    private func resubscribed(_ id: String?) {
+        guard var waiting = resubscribing else { return }
+        if let id { waiting.remove(id) }
+        resubscribing = waiting
+        guard waiting.isEmpty else { return }
+        resubscribing = nil
+        openedAs(.webSocket)
+    }
+
+    /// A frame from Warren.
+    private func handle(_ text: String, epoch: Int) {
+        guard let f = try? JSONDecoder().decode(Wire.ServerFrame.self, from: Data(text.utf8)) else { return }
+        switch f.op {
+        case "msg":
+            if let sub = f.sub, let env = f.env { deliver(sub, env, redelivered: f.redelivered ?? false, epoch: epoch) }
+        case "subscribed":
+            if let id = f.id {
+                settle(id, nil)
+                resubscribed(id)
+            }
+        case "puback":
+            if let cid = f.cid { resolve(cid, f.ids ?? f.id.map { [$0] } ?? []) }
+        case "error":
+            let error = WarrenError(f.code ?? "internal", f.message ?? "")
+            if let ref = f.ref, pending[ref] != nil {
+                pending[ref]?.sending = false
+                if error.code == "unavailable" || error.code == "rate_limited" {
+                    // Not published: tried again shortly, with the same cid.
+                    Task {
+                        try? await Task.sleep(for: .milliseconds(Int.random(in: 500...1000)))
+                        self.sendPublish(ref)
+                    }
+                } else {
+                    pending.removeValue(forKey: ref)?.continuation.resume(throwing: error)
+                }
+            } else if let ref = f.ref, let entry = subscriptions[ref] {
+                resubscribed(ref)
+                if entry.ready { errorContinuation.yield(error) } else { settle(ref, error) }
+            } else {
+                errorContinuation.yield(error)
+            }
+        default:
+            break
+        }
+    }
+
+    // MARK: long-polling
+
+    private func restartPolling() {
+        pollRestart = true
+        pollInterrupt?()
+        resumePollAcked()
+    }
+
+    private func resumePollAcked() {
+        pollAcked?.resume()
+        pollAcked = nil
+    }
+
+    /// While polling, tries the WebSocket at `pollNextProbe` and every `retryWebSocketAfter`
+    /// after, in the background (a parked poll does not delay it); one that opens interrupts
+    /// polling, which hands over to it.
+    private func scheduleProbe() {
+        guard configuration.transports.contains(.webSocket), !pollProbing, pollOpen, !closed else { return }
+        pollProbing = true
+        let due = pollNextProbe
+        Task {
+            try? await Task.sleep(until: due)
+            let ws = self.probeIsWanted() ? try? await WebSocketConnection.connect(to: self.webSocketURL()) : nil
+            self.probed(ws)
+        }
+    }
+
+    private func probeIsWanted() -> Bool { pollOpen && !closed && pollSwitchTo == nil }
+
+    private func probed(_ ws: WebSocketConnection?) {
+        pollProbing = false
+        pollNextProbe = .now + configuration.retryWebSocketAfter
+        guard let ws else { return scheduleProbe() }
+        guard probeIsWanted() else { return ws.close() }
+        pollSwitchTo = ws
+        pollInterrupt?()
+        resumePollAcked()
+    }
+
+    /// Runs `operation` so that ``restartPolling()``, a probe that opened or ``close()`` can interrupt it.
+    private func interruptibly<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = Task { try await operation() }
+        pollInterrupt = { task.cancel() }
+        defer { pollInterrupt = nil }
+        if pollRestart || pollSwitchTo != nil || closed { task.cancel() }
+        return try await task.value
+    }
+
+    /// Poll sessions (a new one whenever the subscriptions change) until polling fails, the
+    /// client closes, or a WebSocket opened meanwhile.
+    private func runPolling(nextProbe: ContinuousClock.Instant) async -> Outcome {
+        var opened = false
+        pollNextProbe = nextProbe
+        pollSwitchTo = nil
+        defer { pollOpen = false }
+        let user = configuration.user
+        while !closed, pollSwitchTo == nil {
+            pollRestart = false
+            let subs = subscriptions
+            if subs.isEmpty {
+                // Nothing to poll (publishing and the store work without a session): wait for a
+                // subscription, the close, or the next WebSocket try.
+                if !opened { opened = true; openedPolling() }
+                _ = try? await interruptibly { try await Task.sleep(for: .seconds(3600)) }
+                continue
+            }
+            let create = Wire.PollCreate(subscriptions: subs.map {
+                Wire.PollSubscription(id: $0.key, pattern: $0.value.pattern, mode: $0.value.mode.rawValue, presence: $0.value.presence ? true : nil)
+            }, device: configuration.device)
+            let session: String
+            do {
+                session = try await http.send("POST", "/v1/poll", body: create, token: token, user: user, as: Wire.PollSession.self).session
+            } catch let e as WarrenError {
+                if e.status == 401 { return Outcome(opened: opened, unauthorized: true) }
+                if [400, 403, 404].contains(e.status ?? 0) {
+                    // A subscription Warren refuses: the ones not yet in effect fail, the rest go on.
+                    let fresh = subs.filter { !$0.value.ready }.map(\.key)
+                    if fresh.isEmpty { return Outcome(opened: opened, fatal: e) }
+                    for id in fresh { settle(id, e) }
+                    continue
+                }
+                return Outcome(opened: opened)
+            } catch {
+                return Outcome(opened: opened)
+            }
+            for id in subs.keys { settle(id, nil) }
+            if !opened { opened = true; openedPolling() }
+            epoch += 1
+            let mine = epoch
+            let path = "/v1/poll/" + (session.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? session)
+            var cursor: String?
+            var outcome: Outcome?
+            let http = self.http
+            let wait = configuration.pollWait
+            while !closed, !pollRestart, pollSwitchTo == nil {
+                var query = [URLQueryItem(name: "wait", value: String(wait))]
+                if let cursor { query.append(URLQueryItem(name: "ack", value: cursor)) }
+                let token = self.token
+                let items = query
+                let answer: Wire.PollAnswer
+                do {
+                    answer = try await interruptibly {
+                        try await http.send("GET", path, query: items, token: token, user: user, as: Wire.PollAnswer.self,
+                                            timeout: TimeInterval(wait + 30))
+                    }
+                } catch let e as WarrenError {
+                    if e.status == 401 {
+                        outcome = Outcome(opened: opened, unauthorized: true)
+                    } else if e.status != 404 {  // a 404: the session ended (expired, its node forgot it): a new one
+                        outcome = Outcome(opened: opened)
+                    }
+                    break
+                } catch {
+                    break  // interrupted
+                }
+                cursor = answer.cursor ?? cursor
+                for item in answer.messages {
+                    deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: mine)
+                }
+                // Inbox deliveries are acknowledged (with the cursor, on the next poll) once
+                // the application moved past them.
+                if !pollAwaiting.isEmpty, !closed, !pollRestart, pollSwitchTo == nil {
+                    await withCheckedContinuation { pollAcked = $0 }
+                }
+            }
+            // Leaving this session: what was handed out and moved past is acked, the session dropped.
+            let finalCursor = pollAwaiting.isEmpty ? cursor : nil
+            pollAwaiting = []
+            let token = self.token
+            Task {
+                if let finalCursor {
+                    _ = try? await http.send("POST", path + "/ack", body: Wire.Cursor(cursor: finalCursor), token: token, user: user,
+                                             as: NoAnswer.self)
+                }
+                _ = try? await http.send("DELETE", path, token: token, user: user, as: NoAnswer.self)
+            }
+            if let outcome { return outcome }
+        }
+        if let next = pollSwitchTo {
+            pollSwitchTo = nil
+            return Outcome(opened: opened, switchTo: next)
+        }
+        return Outcome(opened: opened)
+    }
+
+    private func openedPolling() {
+        pollOpen = true
+        openedAs(.polling)
+        scheduleProbe()
+        for cid in pending.keys {
+            pending[cid]?.sending = false
+            sendPublish(cid)
+        }
+    }
+}

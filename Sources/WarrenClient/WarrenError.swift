@@ -1,0 +1,18 @@
+/// An error Warren answered (`code` as in DESIGN §4: `forbidden`, `bad_route`, `unavailable`, …),
+/// or one of the client's own: `closed` (the client was closed), `bad_response`.
+public struct WarrenError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let code: String
+    public let message: String
+    /// The HTTP status, for an error answered over HTTP.
+    public let status: Int?
+
+    public init(_ code: String, _ message: String, status: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    static let closed = WarrenError("closed", "the client is closed")
+}

@@ -1,0 +1,268 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+import TestSupport
+import WarrenClient
+
+/// Issue 17: the Swift client (`WarrenClient`) against a real Warren and RabbitMQ, through
+/// proxies (``OutageProxy``) the tests cut, mute and refuse: publish/subscribe live and inbox,
+/// inbox redelivery after a reconnect, a publish retried across a forced disconnect arriving
+/// once, subscriptions after Warren's broker connection is closed, token refresh on 4401, and
+/// the long-poll fallback when `/v1/ws` is refused (and the move back). The same cases as the
+/// JavaScript client's (`clients/js/test/cases.js`).
+@Suite("Swift client", .serialized)
+struct WarrenClientTests {
+    static let secret = "swift-client-test-secret-0123456789abcdef"
+
+    /// A Warren in token mode (no leeway) with two proxies in front: HTTP and WebSocket.
+    struct Rig {
+        let warren: WarrenInstance
+        let http: OutageProxy
+        let ws: OutageProxy
+
+        static func start() async throws -> Rig {
+            let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": secret,
+                                                         "WARREN_AUTH_LEEWAY": "0"])
+            return Rig(warren: warren, http: try await OutageProxy.start(to: warren.port), ws: try await OutageProxy.start(to: warren.port))
+        }
+
+        func stop() async {
+            await http.stop()
+            await ws.stop()
+            await warren.stop()
+        }
+
+        func token(_ user: String, ttl: TimeInterval = 600) async throws -> String {
+            try await TestTokens.mint(user: user, ttl: ttl, secret: WarrenClientTests.secret)
+        }
+
+        /// A client for `user`, open; through the proxies unless `direct`.
+        func client(_ user: String, direct: Bool = false, token: String? = nil, transports: [Transport] = [.webSocket, .polling],
+                    getToken: (@Sendable () async throws -> String)? = nil) async throws -> WarrenClient {
+            let base = URL(string: "http://127.0.0.1:\(direct ? warren.port : http.port)")!
+            let secret = WarrenClientTests.secret
+            var c = WarrenClientConfiguration(url: base, token: try await self.token(user),
+                                              getToken: { try await TestTokens.mint(user: user, ttl: 600, secret: secret) })
+            if let token { c.token = token }
+            if let getToken { c.getToken = getToken }
+            if !direct { c.webSocketURL = URL(string: "ws://127.0.0.1:\(ws.port)/v1/ws") }
+            c.transports = transports
+            c.backoffInitial = .milliseconds(100)
+            c.backoffMax = .seconds(1)
+            c.retryWebSocketAfter = .milliseconds(500)
+            c.pollWait = 10
+            let client = await WarrenClient.connect(c)
+            try await client.waitUntilOpen()
+            return client
+        }
+    }
+
+    /// Deliveries of a subscription, read one at a time with a bound.
+    final class Reader: Sendable {
+        private let box: Mailbox<Delivery>
+        private let task: Task<Void, Never>
+
+        init(_ subscription: Subscription) {
+            let box = Mailbox<Delivery>()
+            self.box = box
+            // Moving on to the next delivery acknowledges the one before (inbox).
+            task = Task { for await d in subscription { await box.append(d) } }
+        }
+
+        func next(_ what: String, timeout: Duration = .seconds(20)) async throws -> Delivery {
+            try #require(await box.next(timeout: timeout), "no \(what) within \(timeout)")
+        }
+
+        /// Deliveries up to and including the one whose body is `sentinel`.
+        func until(_ sentinel: String, timeout: Duration = .seconds(20)) async throws -> [Delivery] {
+            var got: [Delivery] = []
+            while got.last?.envelope.body.stringValue != sentinel { got.append(try await next("the sentinel \(sentinel)", timeout: timeout)) }
+            return got
+        }
+
+        deinit { task.cancel() }
+    }
+
+    /// Whether `client`'s state is, or becomes, one `matching` within `timeout` (checked at each
+    /// change its ``WarrenClient/states`` reports; the stream is read here).
+    static func state(of client: WarrenClient, within timeout: Duration, matching: @escaping @Sendable (ClientState) -> Bool) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                if matching(await client.state) { return true }
+                for await _ in client.states where matching(await client.state) { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test func publishAndSubscribeLiveAndInboxBothWays() async throws {
+        let rig = try await Rig.start()
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let a = try await rig.client(alice)
+        let b = try await rig.client(bob)
+        let room = "room.\(uniqueUser("r"))"
+        let aRoom = Reader(try await a.subscribe(room))
+        let bRoom = Reader(try await b.subscribe(room))
+        let bInbox = Reader(try await b.subscribe("#.\(bob).#", mode: .inbox))
+        let id = try await a.publish(room, "hello room", headers: ["lang": "en"])
+        #expect(id.count == 36)
+        for r in [aRoom, bRoom] {
+            let m = try await r.next("the room message")
+            #expect(m.envelope.id == id && m.envelope.from == alice && m.envelope.body == "hello room" && m.envelope.headers?["lang"] == "en")
+        }
+        let route = [alice, bob].sorted().joined(separator: ".")
+        let ids = try await a.publish(routes: [route, room], ["text": "to both"], type: "app:card")
+        #expect(ids.count == 2)
+        let m = try await bInbox.next("the inbox message")
+        #expect(m.envelope.id == ids[0] && m.envelope.type == "app:card" && m.envelope.body["text"] == "to both" && m.envelope.from == alice)
+        let aInbox = Reader(try await a.subscribe("#.\(alice).#", mode: .inbox))
+        let back = try await b.publish(route, "hi alice")
+        let reply = try await aInbox.next("bob's answer")
+        #expect(reply.envelope.id == back && reply.envelope.from == bob && reply.envelope.via == "ws")
+        // Refusals carry Warren's code, and the client goes on.
+        await #expect(throws: WarrenError.self) { try await a.publish("\(bob).carol", "not mine") }
+        do { _ = try await a.subscribe("#.\(bob).#", mode: .inbox); Issue.record("a subscription outside the ACL was accepted") }
+        catch let e as WarrenError { #expect(e.code == "forbidden") }
+        await a.close()
+        await b.close()
+        await rig.stop()
+    }
+
+    @Test func inboxDeliveriesComeAgainAfterAReconnect() async throws {
+        let rig = try await Rig.start()
+        let carol = uniqueUser("carol"), dave = uniqueUser("dave")
+        let d = try await rig.client(dave, direct: true)
+        let c = try await rig.client(carol)
+        let route = [carol, dave].sorted().joined(separator: ".")
+        var inbox = try await c.subscribe("#.\(carol).#", mode: .inbox).makeAsyncIterator()
+        _ = try await d.publish(route, "one")
+        _ = try await d.publish(route, "two")
+        let one = try #require(await inbox.next())
+        #expect(one.envelope.body == "one")
+        // "one" is being handled (not acknowledged) when the connection drops; "three" is
+        // published while the client is away.
+        rig.http.setDown(true)
+        rig.ws.setDown(true)
+        let noticed = await Self.state(of: c, within: .seconds(10)) { if case .connecting = $0 { true } else { false } }
+        #expect(noticed, "the client saw its connection go")
+        _ = try await d.publish(route, "three")
+        rig.http.setDown(false)
+        rig.ws.setDown(false)
+        var rest: [Delivery] = []
+        while rest.last?.envelope.body != "three", let next = await inbox.next() { rest.append(next) }
+        // "one", handled, is not shown again; "two", unacknowledged when the connection went,
+        // comes (again) on the new one; "three" waited in the inbox.
+        #expect(rest.map(\.envelope.body) == ["two", "three"], "after the reconnect: \(rest.map(\.envelope.body))")
+        await c.close()
+        await d.close()
+        await rig.stop()
+    }
+
+    @Test func aPublishRetriedAcrossAForcedDisconnectArrivesOnce() async throws {
+        let rig = try await Rig.start()
+        let erin = uniqueUser("erin"), frank = uniqueUser("frank")
+        let f = try await rig.client(frank, direct: true)
+        let e = try await rig.client(erin)
+        let route = [erin, frank].sorted().joined(separator: ".")
+        let seen = Reader(try await f.subscribe("#.\(frank).#", mode: .inbox))
+        // Warren's answers to Erin are dropped: the publish happens, its puback is lost.
+        rig.ws.setMuted(true)
+        let published = Task { try await e.publish(route, "exactly once") }
+        let arrived = try await seen.next("the publish reaching frank")
+        #expect(arrived.envelope.body == "exactly once")
+        rig.ws.cut()
+        rig.ws.setMuted(false)
+        let id = try await published.value
+        #expect(id == arrived.envelope.id, "the retried publish is acknowledged with the first id")
+        _ = try await e.publish(route, "sentinel")
+        let rest = try await seen.until("sentinel")
+        #expect(rest.count == 1, "nothing between the message and the sentinel: \(rest.map(\.envelope.body))")
+        await e.close()
+        await f.close()
+        await rig.stop()
+    }
+
+    @Test func subscriptionsKeepWorkingAfterTheBrokerConnectionIsClosed() async throws {
+        let rig = try await Rig.start()
+        let gina = uniqueUser("gina")
+        let g = try await rig.client(gina)
+        let room = "room.\(uniqueUser("b"))"
+        let live = Reader(try await g.subscribe(room))
+        let inbox = Reader(try await g.subscribe("#.\(gina).#", mode: .inbox))
+        try Broker.ctl("close_all_connections", "swift client test")
+        // Publishes answered `unavailable` while Warren reconnects are retried by the client.
+        _ = try await g.publish(room, "after the broker came back")
+        #expect(try await live.next("the live message", timeout: .seconds(30)).envelope.body == "after the broker came back")
+        _ = try await g.publish("\(gina).x", "inbox after")
+        #expect(try await inbox.next("the inbox message", timeout: .seconds(30)).envelope.body == "inbox after")
+        await g.close()
+        await rig.stop()
+    }
+
+    @Test func anExpiredTokenIsRefreshedOn4401() async throws {
+        let rig = try await Rig.start()
+        let hana = uniqueUser("hana")
+        let asked = NIOLockedValueBox(0)
+        let secret = Self.secret
+        let h = try await rig.client(hana, token: try await rig.token(hana, ttl: 2), getToken: {
+            asked.withLockedValue { $0 += 1 }
+            return try await TestTokens.mint(user: hana, ttl: 600, secret: secret)
+        })
+        let room = "room.\(uniqueUser("t"))"
+        let live = Reader(try await h.subscribe(room))
+        // The 4401 close, the refresh, and open again with the subscription back in effect.
+        let reopened = await Self.state(of: h, within: .seconds(20)) { s in
+            if case .open = s { return asked.withLockedValue { $0 } > 0 }
+            return false
+        }
+        #expect(reopened && asked.withLockedValue { $0 } >= 1)
+        _ = try await h.publish(room, "with the new token")
+        let m = try await live.next("the message after the refresh")
+        #expect(m.envelope.body == "with the new token" && m.envelope.from == hana)
+        await h.close()
+        await rig.stop()
+    }
+
+    @Test func longPollsWhenTheWebSocketIsRefusedAndMovesBack() async throws {
+        let rig = try await Rig.start()
+        let ivan = uniqueUser("ivan"), jo = uniqueUser("jo")
+        rig.ws.setRefusing(true)
+        let i = try await rig.client(ivan)
+        let j = try await rig.client(jo, direct: true)
+        let first = await i.transport
+        #expect(first == .polling)
+        let route = [ivan, jo].sorted().joined(separator: ".")
+        let inbox = Reader(try await i.subscribe("#.\(ivan).#", mode: .inbox))
+        let room = "room.\(uniqueUser("p"))"
+        let live = Reader(try await i.subscribe(room))
+        _ = try await j.publish(route, "to the poller")
+        let m = try await inbox.next("the inbox message over polling")
+        #expect(m.envelope.body == "to the poller" && m.envelope.from == jo)
+        let jInbox = Reader(try await j.subscribe("#.\(jo).#", mode: .inbox))
+        let sent = try await i.publish(route, "from the poller")
+        let back = try await jInbox.next("the poller's publish")
+        #expect(back.envelope.id == sent && back.envelope.via == "poll" && back.envelope.from == ivan)
+        _ = try await j.publish(room, "live to the poller")
+        #expect(try await live.next("the live message over polling").envelope.body == "live to the poller")
+        // The WebSocket opens again: the client moves back to it, subscriptions and all.
+        rig.ws.setRefusing(false)
+        let moved = await Self.state(of: i, within: .seconds(20)) { $0 == .open(.webSocket) }
+        let transport = await i.transport
+        #expect(moved && transport == .webSocket)
+        _ = try await j.publish(route, "to the socket")
+        let got = try await inbox.until("to the socket")
+        #expect(got.allSatisfy { $0.envelope.body != "to the poller" }, "nothing handed over twice: \(got.map(\.envelope.body))")
+        _ = try await j.publish(room, "live to the socket")
+        _ = try await live.until("live to the socket")
+        await i.close()
+        await j.close()
+        await rig.stop()
+    }
+}
