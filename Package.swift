@@ -105,6 +105,8 @@ let package = Package(
                 "WarrenCore",
                 "WarrenHTTP",
                 "WarrenStore",
+                // `warren chat`: the terminal chat, on the Swift client.
+                "WarrenClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -5,16 +5,18 @@ Usage: scripts/demo-check.py [WARREN_URL] [SCREENSHOT_DIR]
 Needs a running Warren (auth mode none, demo on) and Chromium started with
 --remote-debugging-port=9222. scripts/demo-check.sh does all of that.
 Exits 0 when bob's tab shows alice's message and alice's tab shows bob's reply, carol's poller
-talks with alice's socket, an unread badge clears into a read receipt, and a second device of
-alice's shows the conversation's history from the store.
+talks with alice's socket, an unread badge clears into a read receipt, a second device of
+alice's shows the conversation's history from the store, and dan chats with alice's page from a
+terminal (warren chat, the Swift client; WARREN_BINARY, default .build/debug/warren).
 """
-import asyncio, base64, json, sys, time, urllib.request, uuid
+import asyncio, base64, json, os, sys, time, urllib.request, uuid
 
 import websockets
 
 WARREN = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8080"
 SHOTS = sys.argv[2] if len(sys.argv) > 2 else "/tmp"
 DEVTOOLS = "http://127.0.0.1:9222"
+WARREN_BIN = os.environ.get("WARREN_BINARY", ".build/debug/warren")
 
 
 class Tab:
@@ -75,6 +77,18 @@ async def open_and_send(tab, target, text):
                  "document.getElementById('compose').requestSubmit()")
 
 
+async def read_until(stream, text, timeout=15):
+    """Reads lines of a child's output until one holds `text`."""
+    async def scan():
+        while True:
+            line = await stream.readline()
+            if not line:
+                raise RuntimeError(f"output ended before {text!r}")
+            if text in line.decode():
+                return
+    await asyncio.wait_for(scan(), timeout)
+
+
 async def main():
     suffix = uuid.uuid4().hex[:6]
     alice, bob = f"alice{suffix}", f"bob{suffix}"
@@ -129,6 +143,25 @@ async def main():
     await a2.wait_for("document.getElementById('messages').textContent.includes(\"hello from alice's browser\") && "
                       "document.getElementById('messages').textContent.includes('are you there?')")
     await a2.screenshot(f"{SHOTS}/demo-alice-history.png")
+    # dan chats from a terminal (warren chat, on the Swift client) with alice's page.
+    dan = f"dan{suffix}"
+    chat = await asyncio.create_subprocess_exec(WARREN_BIN, "chat", "--url", WARREN, "--user", dan, "--to", alice,
+                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    try:
+        await read_until(chat.stderr, "type a line")
+        chat.stdin.write(b"dan here, from a terminal\n")
+        await chat.stdin.drain()
+        await a.wait_for("document.getElementById('conversations').textContent.includes('%s')" % dan)
+        await a.js("[...document.querySelectorAll('#conversations li')].find(li => li.textContent.includes('%s')).click()" % dan)
+        await a.wait_for("document.getElementById('messages').textContent.includes('dan here, from a terminal')")
+        await open_and_send(a, dan, "alice's page answers the terminal")
+        await read_until(chat.stdout, f"{alice}: alice's page answers the terminal")
+        chat.stdin.close()
+        await asyncio.wait_for(chat.wait(), 15)
+    finally:
+        if chat.returncode is None:
+            chat.kill()
     await a.screenshot(f"{SHOTS}/demo-alice.png")
     await b.screenshot(f"{SHOTS}/demo-bob.png")
     await c.screenshot(f"{SHOTS}/demo-carol-poll.png")
@@ -141,7 +174,7 @@ async def main():
     await asyncio.sleep(2.5)   # let the charts collect a few seconds of history for the screenshot
     await d.screenshot(f"{SHOTS}/dashboard.png")
     print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; who is online in a room, "
-          f"an unread badge, a read receipt and a second device's history from the store; "
+          f"an unread badge, a read receipt and a second device's history from the store; {dan} from a terminal; "
           f"the dashboard rendered; screenshots in {SHOTS}/demo-*.png and {SHOTS}/dashboard.png")
 
 

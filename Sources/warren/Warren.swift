@@ -14,7 +14,7 @@ import WarrenStore
 struct Warren: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A chat gateway beside RabbitMQ for WebSocket, HTTP-polling and AMQP clients.",
-        subcommands: [Serve.self, Check.self, Token.self],
+        subcommands: [Serve.self, Check.self, Token.self, Chat.self],
         defaultSubcommand: Serve.self)
 }
 

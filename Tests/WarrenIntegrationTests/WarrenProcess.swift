@@ -18,7 +18,17 @@ final class WarrenProcess: @unchecked Sendable {
     let process = Process()
     private let output = NIOLockedValueBox<(text: String, waiters: [(String, Int, CheckedContinuation<Void, Never>)])>(("", []))
 
-    init(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil) throws {
+    /// The process's standard input, when it was started with `input: true`.
+    private let input: FileHandle?
+
+    init(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil, input: Bool = false) throws {
+        if input {
+            let pipe = Pipe()
+            process.standardInput = pipe
+            self.input = pipe.fileHandleForWriting
+        } else {
+            self.input = nil
+        }
         process.executableURL = executable ?? Self.binary
         process.arguments = arguments
         process.currentDirectoryURL = Self.packageRoot
@@ -44,6 +54,12 @@ final class WarrenProcess: @unchecked Sendable {
     }
 
     var log: String { output.withLockedValue { $0.text } }
+
+    /// Writes a line to the process's standard input (started with `input: true`).
+    func type(_ line: String) { input?.write(Data((line + "\n").utf8)) }
+
+    /// Closes the process's standard input: end of input.
+    func endInput() { try? input?.close() }
 
     static func count(of needle: String, in text: String) -> Int {
         text.components(separatedBy: needle).count - 1

@@ -1,0 +1,48 @@
+import AMQPClient
+import Foundation
+import NIOCore
+import Testing
+import WarrenCore
+
+/// Issue 17: `warren chat`, the terminal chat on the Swift client, run as a person would (the
+/// built executable, lines on its standard input), talking with a WebSocket client and a plain
+/// AMQP service both ways.
+@Suite("warren chat", .serialized)
+struct ChatCommandTests {
+    @Test func aTerminalChatTalksWithAWebSocketClientAndAnAMQPService() async throws {
+        let warren = try await WarrenInstance.start()
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let route = [alice, bob].sorted().joined(separator: ".")
+        let b = try await warren.socket(bob)
+        try await b.subscribe("s1", "#.\(bob).#", mode: "inbox")
+        let service = try await AMQPObserver.bound(to: warren.exchange, pattern: "#.\(bob).#")
+        let chat = try WarrenProcess(["chat", "--url", "http://127.0.0.1:\(warren.port)", "--user", alice, "--to", bob], input: true)
+        #expect(await chat.waitForLog("type a line", timeout: .seconds(30)), "the chat did not connect:\n\(chat.log)")
+
+        // From the terminal: to bob's socket and to the AMQP service, stamped as alice's.
+        chat.type("hello from the terminal")
+        let atBob = try #require(try await b.next(op: "msg").env)
+        #expect(atBob["from"]?.stringValue == alice && atBob["route"]?.stringValue == route && atBob["via"]?.stringValue == "ws")
+        #expect(atBob["body"] == .string("hello from the terminal"))
+        let id = try #require(atBob["id"]?.stringValue)
+        try await b.send(#"{"op":"ack","ids":["\#(id)"]}"#)
+        let atService = try #require(await service.messages.next(timeout: .seconds(10)))
+        #expect(atService.properties.messageID == id)
+
+        // And back: from bob's socket and from the service, printed in the terminal.
+        _ = try await b.request(#"{"op":"pub","route":"\#(route)","body":"hi terminal","cid":"b1"}"#, expect: "puback")
+        #expect(await chat.waitForLog("\(bob): hi terminal", timeout: .seconds(20)), "bob's answer is not in the terminal:\n\(chat.log)")
+        try await service.channel.publish("from a service", exchange: warren.exchange, routingKey: route,
+                                          properties: BasicProperties(contentType: "text/plain", appID: "billing"))
+        #expect(await chat.waitForLog("billing: from a service", timeout: .seconds(20)), "the service's message is not in the terminal:\n\(chat.log)")
+        // Its own line is not echoed back to the terminal.
+        #expect(WarrenProcess.count(of: "hello from the terminal", in: chat.log) == 0)
+
+        // End of input: the chat leaves cleanly.
+        chat.endInput()
+        #expect(await chat.waitForExit() == 0, "the chat did not end at end of input:\n\(chat.log)")
+        await b.close()
+        await service.close()
+        await warren.stop()
+    }
+}
