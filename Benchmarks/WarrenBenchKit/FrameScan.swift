@@ -6,6 +6,8 @@ public enum WarrenFrame: Equatable {
     /// `{"op":"msg",…}`: the stamp in `env.body`, and `env.id` when asked for (inbox acks).
     case message(Stamp?, id: String?)
     case subscribed
+    /// `{"op":"puback",…}`: a publish acknowledged.
+    case puback
     case error(String)
     case other
 }
@@ -22,6 +24,7 @@ extension WarrenFrame {
             }
             return .message(stamp, id: id)
         }
+        if find(#""op":"puback""#, in: bytes) != nil { return .puback }
         if find(#""op":"subscribed""#, in: bytes) != nil { return .subscribed }
         if find(#""op":"error""#, in: bytes) != nil { return .error(String(decoding: bytes, as: UTF8.self)) }
         return .other

@@ -20,6 +20,18 @@ public enum SocketDialect: Sendable {
     /// Warren presence (DESIGN §11): one live subscription to `route` with `"presence":true`;
     /// what arrives after `subscribed` (other users' joins and leaves) is not recorded.
     case presence(route: String)
+    /// A Warren publisher: on ``BenchStart``, `count` publishes to `route`, each sent when the
+    /// one before was acknowledged (`puback`); the recorder gets publish → acknowledgement.
+    /// Bodies are stamped `firstSeq + i`.
+    case publishWarren(route: String, count: Int, firstSeq: Int)
+    /// The same over Web-STOMP: SEND with a receipt (RabbitMQ answers it once the broker
+    /// confirmed the message).
+    case publishStomp(destination: String, count: Int, firstSeq: Int)
+}
+
+/// Starts a publishing client (fired as a user inbound event once every client is connected).
+public struct BenchStart: Sendable {
+    public init() {}
 }
 
 /// Opens benchmark WebSockets over loopback and hands their frames to a ``Recorder``.
@@ -34,7 +46,7 @@ public enum SocketClient {
             headers.add(name: "Host", value: "127.0.0.1:\(port)")
             headers.add(name: "Content-Length", value: "0")
             switch dialect {
-            case .stomp, .idleStomp: headers.add(name: "Sec-WebSocket-Protocol", value: "v12.stomp")
+            case .stomp, .idleStomp, .publishStomp: headers.add(name: "Sec-WebSocket-Protocol", value: "v12.stomp")
             default: break
             }
             let request = UpgradeRequestHandler(
@@ -112,6 +124,9 @@ final class BenchSocketHandler: ChannelInboundHandler {
     /// The flooder's timer.
     private var flood: RepeatedTask?
     private var floodSent = 0
+    /// A publisher's progress: publishes sent, and when the one awaiting its acknowledgement went.
+    private var published = 0
+    private var publishedAt: UInt64 = 0
 
     init(index: Int, dialect: SocketDialect, recorder: Recorder, ready: EventLoopPromise<Void>) {
         self.index = index
@@ -126,9 +141,9 @@ final class BenchSocketHandler: ChannelInboundHandler {
             send(context, #"{"op":"sub","id":"s","pattern":"\#(pattern)","mode":"\#(inbox ? "inbox" : "live")"}"#)
         case .presence(let route):
             send(context, #"{"op":"sub","id":"s","pattern":"\#(route)","mode":"live","presence":true}"#)
-        case .stomp, .idleStomp:
+        case .stomp, .idleStomp, .publishStomp:
             send(context, "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0")
-        case .idleWarren:
+        case .idleWarren, .publishWarren:
             markReady()
         case .flood(let route, let perTick):
             markReady()
@@ -189,6 +204,41 @@ final class BenchSocketHandler: ChannelInboundHandler {
         }
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is BenchStart else { return context.fireUserInboundEventTriggered(event) }
+        publishNext(context)
+        context.flush()
+        needsFlush = false
+    }
+
+    /// A publisher's next publish, if any is left.
+    private func publishNext(_ context: ChannelHandlerContext) {
+        let (count, firstSeq): (Int, Int)
+        switch dialect {
+        case .publishWarren(_, let c, let f), .publishStomp(_, let c, let f): (count, firstSeq) = (c, f)
+        default: return
+        }
+        guard published < count else { return }
+        publishedAt = BenchClock.now()
+        let stamp = "\(firstSeq + published).\(publishedAt)"
+        switch dialect {
+        case .publishWarren(let route, _, _):
+            send(context, #"{"op":"pub","route":"\#(route)","body":"\#(stamp)","cid":"c\#(published)"}"#)
+        case .publishStomp(let destination, _, _):
+            send(context, "SEND\ndestination:\(destination)\nreceipt:\(published)\npersistent:true\ncontent-type:text/plain\n\n\(stamp)\0")
+        default: break
+        }
+        published += 1
+    }
+
+    /// A publish acknowledged (or refused): recorded, and the next one sent.
+    private func acknowledged(_ context: ChannelHandlerContext, now: UInt64, refused: String?) {
+        if let refused { recorder.error(refused) } else {
+            recorder.record(client: index, stamp: Stamp(seq: published - 1, sentNanos: publishedAt), now: now)
+        }
+        publishNext(context)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         flood?.cancel()
         if !isReady { ready.fail(BenchError.closed("socket \(index) closed during set-up")) }
@@ -212,10 +262,25 @@ final class BenchSocketHandler: ChannelInboundHandler {
                 case .subscribed: markReady()
                 case .error(let text):
                     if isReady { recorder.error(text) } else { ready.fail(BenchError.refused(text)) }
-                case .other: break
+                case .puback, .other: break
                 }
             case .presence:
                 if !isReady, case .subscribed = WarrenFrame.scan(bytes, wantID: false) { markReady() }
+            case .publishWarren:
+                switch WarrenFrame.scan(bytes, wantID: false) {
+                case .puback: acknowledged(context, now: now, refused: nil)
+                case .error(let text): acknowledged(context, now: now, refused: text)
+                default: break
+                }
+            case .publishStomp:
+                StompScan.frames(bytes) { command, _ in
+                    switch command {
+                    case .connected: markReady()
+                    case .receipt: acknowledged(context, now: now, refused: nil)
+                    case .error: acknowledged(context, now: now, refused: String(decoding: bytes, as: UTF8.self))
+                    default: break
+                    }
+                }
             case .idleWarren, .flood, .hoard:
                 break
             case .stomp, .idleStomp:

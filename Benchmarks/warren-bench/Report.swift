@@ -7,6 +7,7 @@ struct Report {
     let results: [RunResult]
     var history: [HistoryResult] = []
     var presence: [PresenceResult] = []
+    var publish: [PublishResult] = []
     let options: BenchOptions
 
     static func line(_ r: RunResult) -> String {
@@ -43,8 +44,27 @@ struct Report {
         return values.isEmpty ? nil : values[values.count / 2]
     }
 
+    /// The median of a publishing run's value over its rounds.
+    func median(publish target: PublishTarget, _ value: (PublishResult) -> Double?) -> Double? {
+        let values = publish.filter { $0.target == target.rawValue }.compactMap(value).sorted()
+        return values.isEmpty ? nil : values[values.count / 2]
+    }
+
+    func publishTable() -> String {
+        guard !publish.isEmpty else { return "" }
+        var out = "\n## Publishing (clients × messages, each sent once the one before was acknowledged)\n\n"
+        out += "| target | clients × msgs | msgs/s | ack p50 ms | ack p99 ms | ack max ms | acknowledged | failed | lost | CPU µs/publish warren · broker · bench |\n"
+        out += "|---|---|---|---|---|---|---|---|---|---|\n"
+        for r in publish {
+            out += "| \(r.target) | \(r.clients) × \(r.messagesPerClient) | \(Int(r.messagesPerSecond)) | "
+            out += String(format: "%.2f | %.2f | %.2f | ", r.ackP50Ms, r.ackP99Ms, r.ackMaxMs)
+            out += "\(r.acknowledged) | \(r.failed) | \(r.lost) | \(Self.f(r.warrenCPUMicrosPerPublish)) · \(Self.f(r.brokerCPUMicrosPerPublish)) · \(Self.f(r.benchCPUMicrosPerPublish)) |\n"
+        }
+        return out
+    }
+
     func table() -> String {
-        var out = "\n## Message scenarios\n\n"
+        var out = publishTable() + "\n## Message scenarios\n\n"
         out += "| scenario | target | clients × msgs | conn/s | deliveries/s | p50 ms | p99 ms | max ms | lost | dup | CPU µs/delivery warren · broker · bench | RSS MiB warren (before/during/after) | RSS MiB broker (before/during/after) |\n"
         out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
         for r in results where r.messages > 0 {
@@ -100,6 +120,16 @@ struct Report {
             g.append(String(format: "presence: %d users over %d rooms on %d nodes — query p99 %.2f ms (%d errors); at rest %.2f announcements/s on the broker (%.0f B/s); node CPU at rest %@",
                             p.users, p.rooms, p.nodes, p.queryP99Ms, p.queryErrors, p.restMessagesPerSecond, p.restBytesPerSecond,
                             p.nodeIdleCPU.map { String(format: "%.4f", $0) }.joined(separator: " / ")))
+        }
+        if let s = median(publish: .stomp, { $0.messagesPerSecond }), let sp = median(publish: .stomp, { $0.ackP99Ms }) {
+            for target in [PublishTarget.ws, .http] {
+                guard let w = median(publish: target, { $0.messagesPerSecond }), let wp = median(publish: target, { $0.ackP99Ms }) else { continue }
+                let lost = median(publish: target, { Double($0.lost) }) ?? -1
+                let a = median(publish: .amqp, { $0.messagesPerSecond })
+                g.append(String(format: "publish (%@, %d clients × %d): %.0f msgs/s vs Web-STOMP %.0f = %.2f× (plain AMQP %@), p99 publish → acknowledgement %.2f vs %.2f ms, lost %.0f (goal: ≥ 1.0×, p99 ≤ Web-STOMP's, 0 lost) — %@",
+                                target.rawValue, options.publishClients, options.publishMessages, w, s, w / s, Self.f(a, 0), wp, sp, lost,
+                                verdict(w >= s && wp <= sp && lost == 0)))
+            }
         }
         for h in history {
             g.append(String(format: "history at %d stored messages (%@): page of 50, p99 %.2f ms over %d requests, %d errors",
@@ -186,11 +216,12 @@ struct Report {
             var results: [RunResult]
             var history: [HistoryResult]
             var presence: [PresenceResult]
+            var publish: [PublishResult]
             var goals: [String]
         }
         let doc = Document(date: ISO8601DateFormatter().string(from: Date()),
                            machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB",
-                           results: results, history: history, presence: presence, goals: goals())
+                           results: results, history: history, presence: presence, publish: publish, goals: goals())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(doc)

@@ -7,9 +7,9 @@ import Glibc
 
 /// The bench's settings (every one a command-line option).
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history, presence.")
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history, presence, publish.")
     var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale,greedy"
-    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, nchan, nchan-multi); default: each scenario's own set.")
+    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, nchan, nchan-multi; publish: ws-publish, http-publish, stomp-publish, amqp-publish); default: each scenario's own set.")
     var targets = ""
     @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
     var rounds = 1
@@ -67,6 +67,10 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "History pages fetched one after another (history).")
     var historyRequests = 2_000
 
+    @Option(help: "Publishing clients, each with a 1:1 conversation of its own (publish).")
+    var publishClients = 1_000
+    @Option(help: "Messages each publishing client sends, one at a time (publish).")
+    var publishMessages = 20
     @Option(help: "Present users, spread over two nodes (presence).")
     var presenceUsers = 10_000
     @Option(help: "Rooms the present users are spread over (presence).")
@@ -102,10 +106,15 @@ struct WarrenBench: AsyncParsableCommand {
         var results: [RunResult] = []
         var history: [HistoryResult] = []
         var presence: [PresenceResult] = []
+        var publish: [PublishResult] = []
         let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
         for scenario in options.scenarios.split(separator: ",").map(String.init) {
             if scenario == "presence" {
                 do { presence.append(try await PresenceBench(options: options).run()) } catch { log("  presence failed: \(error)") }
+                continue
+            }
+            if scenario == "publish" {
+                do { publish += try await PublishBench(options: options).run() } catch { log("  publish failed: \(error)") }
                 continue
             }
             if scenario == "history" {
@@ -134,7 +143,7 @@ struct WarrenBench: AsyncParsableCommand {
             }
         }
         await runner.shutdown()
-        let report = Report(results: results, history: history, presence: presence, options: options)
+        let report = Report(results: results, history: history, presence: presence, publish: publish, options: options)
         print(report.table())
         try report.json().write(to: URL(fileURLWithPath: options.json))
         log("JSON written to \(options.json)")
