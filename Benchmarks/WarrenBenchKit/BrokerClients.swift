@@ -16,24 +16,34 @@ public final class PlainConsumer: AMQPDeliverySink, @unchecked Sendable {
     let index: Int
     let recorder: Recorder
     public let connection: AMQPConnection
+    /// Manual acks: the channel, and every how many deliveries one `multiple` ack goes.
+    private var channel: AMQPChannel?
+    private let ackEvery: Int
+    private var unacked = 0
 
-    init(index: Int, recorder: Recorder, connection: AMQPConnection) {
+    init(index: Int, recorder: Recorder, connection: AMQPConnection, ackEvery: Int) {
         self.index = index
         self.recorder = recorder
         self.connection = connection
+        self.ackEvery = ackEvery
     }
 
-    /// Returns once the binding and the consumer are in place.
-    public static func open(url: String, exchange: String, pattern: String, index: Int, recorder: Recorder) async throws -> PlainConsumer {
+    /// Returns once the binding and the consumer are in place. With `prefetch`, deliveries are
+    /// acknowledged by hand (`amqp-ack`, the like-for-like anchor of Warren's inbox): at most
+    /// `prefetch` unacknowledged, one ack with `multiple` every `prefetch / 2` deliveries.
+    public static func open(url: String, exchange: String, pattern: String, index: Int, recorder: Recorder,
+                            prefetch: UInt16? = nil) async throws -> PlainConsumer {
         var config = try AMQPConfiguration(url: url)
         config.recovery = RecoveryPolicy(enabled: false)
         config.connectionName = "warren-bench consumer \(index)"
         let connection = try await AMQPConnection.connect(configuration: config, eventLoopGroup: recorder.loop, logger: quietLogger)
-        let consumer = PlainConsumer(index: index, recorder: recorder, connection: connection)
+        let consumer = PlainConsumer(index: index, recorder: recorder, connection: connection, ackEvery: max(1, Int(prefetch ?? 2) / 2))
         let channel = try await connection.openChannel()
+        if let prefetch { try await channel.basicQos(prefetchCount: prefetch) }
         let queue = try await channel.queueDeclare("", exclusive: true, autoDelete: true).queue
         try await channel.queueBind(queue: queue, exchange: exchange, routingKey: pattern)
-        try await channel.consume(queue: queue, noAck: true, exclusive: true, sink: consumer)
+        if prefetch != nil { try await recorder.loop.submit { consumer.channel = channel }.get() }
+        try await channel.consume(queue: queue, noAck: prefetch == nil, exclusive: true, sink: consumer)
         return consumer
     }
 
@@ -41,6 +51,13 @@ public final class PlainConsumer: AMQPDeliverySink, @unchecked Sendable {
         let now = BenchClock.now()
         let stamp = message.body.withUnsafeReadableBytes { Stamp.parse($0, from: 0) }
         recorder.record(client: index, stamp: stamp, now: now)
+        if let channel {
+            unacked += 1
+            if unacked >= ackEvery {
+                unacked = 0
+                channel.ack(message.deliveryTag, multiple: true)
+            }
+        }
     }
 
     public func finish(_ error: AMQPError?) {

@@ -159,6 +159,12 @@ struct Report {
                                 target.rawValue, w / a, s > 0 ? w / s : 0, wp, sp, l, verdict(w / a >= 1 && wp <= sp && l == 0)))
             }
         }
+        if let w = median("inbox", .warrenInbox, rate), let a = median("inbox", .amqpAck, rate),
+           let wp = median("inbox-paced", .warrenInbox, p99), let ap = median("inbox-paced", .amqpAck, p99) {
+            let c = median("inbox", .warrenInbox, { $0.warrenCPUMicrosPerDelivery }) ?? -1
+            g.append(String(format: "inbox, acked both sides: warren-inbox/amqp-ack deliveries/s = %.2f× (goal ≥ 1.0×), inbox-paced p99 %.2f vs %.2f ms (goal ≤), Warren CPU per inbox delivery %.1f µs (goal ≤ 40) — %@",
+                            w / a, wp, ap, c, verdict(w >= a && wp <= ap && c >= 0 && c <= 40)))
+        }
         if let wp = median("inbox-paced", .warrenWS, p99), let sp = median("inbox-paced", .stomp, p99) {
             let ap = median("inbox-paced", .amqp, p99)
             g.append(String(format: "inbox-paced (%d msg/s, load every target carries): p99 Warren %.2f ms vs Web-STOMP %.2f ms (plain AMQP %@ ms), Warren lost %.0f — %@",

@@ -16,6 +16,9 @@ enum Target: String, CaseIterable, Codable {
     case stomp = "web-stomp"
     /// Plain AMQP consumers, one connection each.
     case amqp = "amqp"
+    /// Plain AMQP consumers acking by hand (prefetch 100, one `multiple` ack per 50): the
+    /// like-for-like anchor of `warren-inbox`.
+    case amqpAck = "amqp-ack"
     /// Nchan long-polling subscribers, one message per answer (the anchor for polling).
     case nchan = "nchan"
     /// Nchan long-polling subscribers, every waiting message in one answer (`nchan_longpoll_multipart_response raw`).
@@ -317,9 +320,10 @@ final class Runner: @unchecked Sendable {
             clients.sockets.append(try await NchanPollClient.open(port: options.nchanPort, channel: plan.channel(index),
                                                                   multi: plan.target == .nchanMulti, index: index,
                                                                   recorder: recorder).get())
-        case .amqp:
+        case .amqp, .amqpAck:
             clients.consumers.append(try await PlainConsumer.open(url: options.amqpURL, exchange: options.exchange,
-                                                                  pattern: pattern, index: index, recorder: recorder))
+                                                                  pattern: pattern, index: index, recorder: recorder,
+                                                                  prefetch: plan.target == .amqpAck ? 100 : nil))
         }
     }
 

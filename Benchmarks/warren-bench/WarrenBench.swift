@@ -9,7 +9,7 @@ import Glibc
 struct BenchOptions: ParsableArguments {
     @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history, presence, publish.")
     var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale,greedy"
-    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, nchan, nchan-multi; publish: ws-publish, http-publish, stomp-publish, amqp-publish); default: each scenario's own set.")
+    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, amqp-ack, nchan, nchan-multi; publish: ws-publish, http-publish, stomp-publish, amqp-publish); default: each scenario's own set.")
     var targets = ""
     @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
     var rounds = 1
@@ -176,7 +176,7 @@ struct WarrenBench: AsyncParsableCommand {
             }
             let plan = RunPlan(scenario: scenario, target: .warrenWS, clients: o.inboxUsers, keys: keys,
                                expected: 3 * count, pattern: { "#.b\($0).#" }, rate: paced ? o.inboxPacedRate : nil)
-            return [(plan, paced ? [.warrenWS, .stomp, .amqp] : [.warrenWS, .warrenInbox, .stomp, .amqp])]
+            return [(plan, [.warrenWS, .warrenInbox, .stomp, .amqp, .amqpAck])]
         case "inbox-store":
             // The inbox scenario with the conversation store off, on SQLite and on PostgreSQL:
             // what keeping every message costs the live path, and whether the store keeps up.

@@ -2,9 +2,9 @@ import HTTPTypes
 import NIOCore
 import WarrenCore
 
-/// Serves a poller's connection below hummingbird: `POST /v1/poll` (a new session) and
-/// `GET /v1/poll/<session>` are read from the raw bytes (``RawRequestHead``) and answered
-/// here. The first request it does not take (another endpoint, a cross-origin request when
+/// Serves a poller's connection below hummingbird: `POST /v1/poll` (a new session),
+/// `GET /v1/poll/<session>` and `POST /v1/messages` (a publish) are read from the raw bytes
+/// (``RawRequestHead``) and answered here. The first request it does not take (another endpoint, a cross-origin request when
 /// CORS is configured, anything unusual) and everything after it go to hummingbird's HTTP/1
 /// pipeline, and this handler leaves the connection.
 ///
@@ -34,6 +34,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private enum Taken {
         case poll(session: String)
         case create
+        case publish
     }
 
     /// Sets up hummingbird's pipeline behind this handler (on the loop).
@@ -136,13 +137,22 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             case .create:
                 current!.bytes = ByteBuffer()
                 create(context, head, body: ByteBuffer(bytes: bytes.readableBytesView.dropFirst(head.length)))
+            case .publish:
+                current!.bytes = ByteBuffer()
+                publish(context, head, body: ByteBuffer(bytes: bytes.readableBytesView.dropFirst(head.length)))
             }
         }
     }
 
     private func take(_ head: RawRequestHead) -> Taken? {
         let path = head.target.utf8
-        guard path.starts(with: "/v1/poll".utf8), !(door.cors && head.hasOrigin) else { return nil }
+        guard !(door.cors && head.hasOrigin) else { return nil }
+        if path.starts(with: "/v1/messages".utf8) {
+            let rest = path.dropFirst(12)
+            return head.method == .post && head.contentLength <= door.maxBodyBytes && (rest.isEmpty || rest.first == UInt8(ascii: "?"))
+                ? .publish : nil
+        }
+        guard path.starts(with: "/v1/poll".utf8) else { return nil }
         let rest = path.dropFirst(8).prefix { $0 != UInt8(ascii: "?") }
         if rest.isEmpty {
             return head.method == .post && head.contentLength <= door.maxBodyBytes ? .create : nil
@@ -276,6 +286,26 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
+    /// `POST /v1/messages`, in a short-lived task (it waits for the broker's confirm).
+    private func publish(_ context: ChannelHandlerContext, _ head: RawRequestHead, body: ByteBuffer) {
+        let routes = door.routes
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let answer: (status: Int, body: [UInt8])
+            do {
+                answer = (202, try await routes.publishMessage(query: Query(target: head.target), authorization: head.authorization,
+                                                               body: body))
+            } catch {
+                answer = RouteSupport.failure(error)
+            }
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.answer(context, status: answer.status, body: ByteBuffer(bytes: answer.body))
+            }
+        }
+    }
+
     // MARK: answers
 
     private func fail(_ context: ChannelHandlerContext, _ error: ProtocolError) {
@@ -316,7 +346,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     /// The statuses the poll path answers with, and their reason phrases.
-    private static let known: [HTTPResponse.Status] = [.ok, .created, .badRequest, .unauthorized, .forbidden, .notFound, .conflict,
+    private static let known: [HTTPResponse.Status] = [.ok, .created, .accepted, .badRequest, .unauthorized, .forbidden, .notFound, .conflict,
                                                         .contentTooLarge, .tooManyRequests, .internalServerError, .serviceUnavailable]
 
     /// The response head, in a buffer with room for a body of `reserving` bytes after it.

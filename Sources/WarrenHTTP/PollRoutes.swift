@@ -120,8 +120,16 @@ struct PollRoutes: Sendable {
     }
 
     private func publish(_ request: Request) async throws -> Response {
-        let (identity, _, _) = try await support.authenticate(request)
-        let json = try await support.jsonBody(request)
+        let answer = try await publishMessage(query: Query(target: request.uri.description), authorization: request.headers[.authorization],
+                                              body: try await support.collect(request))
+        return RouteSupport.jsonResponse(202, answer)
+    }
+
+    /// `POST /v1/messages`: the 202 answer's JSON. Shared by the router and the event-loop
+    /// path (``PollConnectionHandler``), which reads the request from the raw bytes.
+    func publishMessage(query: Query, authorization: String?, body: ByteBuffer) async throws -> [UInt8] {
+        let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
+        let json = try RouteSupport.parseJSON(body)
         guard case .object = json else { throw ProtocolError(.badFrame, "the body must be a JSON object", ref: nil) }
         let publish = try PublishRequest.parse(json)
         guard let runtime = link.runtime else { throw ProtocolError(.unavailable, "the broker link is not ready", ref: nil) }
@@ -147,7 +155,7 @@ struct PollRoutes: Sendable {
             w.string(publish.routes[0].value)
         }
         w.raw("}")
-        return RouteSupport.jsonResponse(202, w.bytes)
+        return w.bytes
     }
 
     // MARK: plumbing
