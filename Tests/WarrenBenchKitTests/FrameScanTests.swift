@@ -50,4 +50,20 @@ import Testing
         // The unterminated last frame is left for later.
         #expect(consumed == wire.utf8.count - "MESSAGE\nx:y\n\n4.4".utf8.count)
     }
+
+    @Test func pubacksAreTold() {
+        let frame = ByteBuffer(string: #"{"op":"puback","cid":"c3","id":"0190a1b2-0000-7000-8000-000000000000"}"#)
+        #expect(frame.withUnsafeReadableBytes { WarrenFrame.scan($0, wantID: false) } == .puback)
+    }
+
+    /// The HTTP publisher reads answers from raw bytes: whole ones only, any header case,
+    /// several in one read.
+    @Test func httpAnswersAreCutAtTheirLength() {
+        let one = "HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\nContent-Length: 10\r\n\r\n{\"id\":\"x\"}"
+        #expect(HTTPPublishHandler.response(ByteBuffer(string: one)).map { [$0.status, $0.length] } == [202, one.utf8.count])
+        #expect(HTTPPublishHandler.response(ByteBuffer(string: String(one.dropLast(3)))) == nil, "the body is not all there")
+        #expect(HTTPPublishHandler.response(ByteBuffer(string: "HTTP/1.1 202 Accepted\r\ncontent-le")) == nil)
+        let two = ByteBuffer(string: "HTTP/1.1 429 Too Many Requests\r\nCONTENT-LENGTH: 2\r\n\r\n{}" + one)
+        #expect(HTTPPublishHandler.response(two).map { [$0.status, $0.length] } == [429, two.readableBytes - one.utf8.count])
+    }
 }
