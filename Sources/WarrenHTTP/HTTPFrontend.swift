@@ -118,8 +118,8 @@ public enum HTTPFrontend {
                 }
                 return .upgrade([:]) { inbound, outbound, _ in
                     defer { runtime.users.closeConnection(identity.user) }
-                    await serve(inbound: inbound, outbound: outbound, channel: channel, identity: identity, rules: identity.rules, expiresAt: expiresAt,
-                                runtime: runtime, sockets: sockets, logger: logger)
+                    await serve(inbound: inbound, outbound: outbound, channel: channel, identity: identity, rules: identity.rules,
+                                expiresAt: expiresAt, runtime: runtime, sockets: sockets, logger: logger)
                 }
             }
         // Hostile HTTP: small header limits (larger is a closed connection), keep-alive
@@ -193,12 +193,16 @@ public enum HTTPFrontend {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await output.run(outbound) }
             do {
-                for try await message in inbound.messages(maxSize: runtime.limits.maxFrameBytes) {
-                    switch message {
-                    case .text(let text):
-                        await session.handle(ByteBuffer(string: text))
-                    case .binary:
-                        session.fail(ProtocolError(.badFrame, "binary frames are not accepted: send JSON text frames", ref: nil))
+                // The client's frames are handled on the socket's own event loop: no hop to the
+                // concurrency pool and back per frame (EventLoopTaskExecutor).
+                try await withTaskExecutorPreference(EventLoopTaskExecutor(output.channel.eventLoop)) {
+                    for try await message in inbound.messages(maxSize: runtime.limits.maxFrameBytes) {
+                        switch message {
+                        case .text(let text):
+                            await session.handle(ByteBuffer(string: text))
+                        case .binary:
+                            session.fail(ProtocolError(.badFrame, "binary frames are not accepted: send JSON text frames", ref: nil))
+                        }
                     }
                 }
             } catch {
