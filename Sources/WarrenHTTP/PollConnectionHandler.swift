@@ -269,33 +269,28 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// `POST /v1/poll`, in a short-lived task.
     private func create(_ context: ChannelHandlerContext, _ head: RawRequestHead, body: ByteBuffer) {
         let routes = door.routes
-        let loop = context.eventLoop
-        let bound = NIOLoopBound((self, context), eventLoop: loop)
-        Task {
-            let answer: (status: Int, body: [UInt8])
-            do {
-                answer = (201, try await routes.createSession(query: Query(target: head.target), authorization: head.authorization,
-                                                              body: body))
-            } catch {
-                answer = RouteSupport.failure(error)
-            }
-            loop.execute {
-                let (handler, context) = bound.value
-                handler.answer(context, status: answer.status, body: ByteBuffer(bytes: answer.body))
-            }
+        answerInTask(context, status: 201) {
+            try await routes.createSession(query: Query(target: head.target), authorization: head.authorization, body: body)
         }
     }
 
     /// `POST /v1/messages`, in a short-lived task (it waits for the broker's confirm).
     private func publish(_ context: ChannelHandlerContext, _ head: RawRequestHead, body: ByteBuffer) {
         let routes = door.routes
+        answerInTask(context, status: 202) {
+            try await routes.publishMessage(query: Query(target: head.target), authorization: head.authorization, body: body)
+        }
+    }
+
+    /// Runs `work` in a short-lived task and answers the current request on this loop with
+    /// `status` and its JSON, or with the error it threw.
+    private func answerInTask(_ context: ChannelHandlerContext, status: Int, _ work: @escaping @Sendable () async throws -> [UInt8]) {
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         Task {
             let answer: (status: Int, body: [UInt8])
             do {
-                answer = (202, try await routes.publishMessage(query: Query(target: head.target), authorization: head.authorization,
-                                                               body: body))
+                answer = (status, try await work())
             } catch {
                 answer = RouteSupport.failure(error)
             }
