@@ -220,6 +220,8 @@ public actor WarrenClient {
         counter += 1
         let frame = Wire.Pub(route: route, routes: routes, type: type, body: body, cid: cid ?? "\(prefix)-\(counter)",
                              headers: headers, transient: transient ? true : nil)
+        // One publish per cid at a time: a second would take the first one's answer.
+        guard pending[frame.cid] == nil else { throw WarrenError("conflict", "a publish with cid \(frame.cid) is still unanswered") }
         return try await withCheckedThrowingContinuation { c in
             pending[frame.cid] = Pending(frame: frame, continuation: c)
             sendPublish(frame.cid)

@@ -170,6 +170,8 @@ export class WarrenClient {
   publish(route, body, options = {}) {
     if (this.closed) return Promise.reject(new WarrenError("closed", "the client is closed"));
     const cid = options.cid || `${this.prefix}-${++this.counter}`;
+    // One publish per cid at a time: a second would take the first one's answer.
+    if (this.pending.has(cid)) return Promise.reject(new WarrenError("conflict", `a publish with cid ${cid} is still unanswered`));
     const frame = { op: "pub", type: options.type || "text", body, cid };
     if (Array.isArray(route)) frame.routes = route; else frame.route = route;
     if (options.headers) frame.headers = options.headers;
