@@ -71,16 +71,21 @@ struct Authenticator: Sendable {
     /// for a token verified before and not yet expired. Nil means "ask ``authenticate``",
     /// which also gives the reason for a refusal.
     func knownIdentity(query: Query, authorization: String?) -> ClientIdentity? {
+        known(query: query, authorization: authorization)?.identity
+    }
+
+    /// ``knownIdentity(query:authorization:)`` with, in token mode, when the token expires.
+    func known(query: Query, authorization: String?) -> (identity: ClientIdentity, expiresAt: Date?)? {
         let device = query.items["device"] ?? "default"
         guard RouteKey.isValidWord(device) else { return nil }
         switch configuration.auth.mode {
         case .none:
             guard let user = query.items["user"], RouteKey.isValidWord(user) else { return nil }
-            return ClientIdentity(user: user, device: device, policy: configuration.acl)
+            return (ClientIdentity(user: user, device: device, policy: configuration.acl), nil)
         case .token:
             guard let token = Self.token(query: query, authorization: authorization),
                   let known = verified.withLockedValue({ $0[token] }), known.expiresAt.map({ $0 > Date() }) ?? true else { return nil }
-            return ClientIdentity(user: known.user, device: device, policy: known.policy ?? configuration.acl)
+            return (ClientIdentity(user: known.user, device: device, policy: known.policy ?? configuration.acl), known.expiresAt)
         }
     }
 

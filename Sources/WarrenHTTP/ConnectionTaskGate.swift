@@ -4,9 +4,9 @@ import NIOCore
 /// Decides whether a connection needs hummingbird's per-connection task. Hummingbird serves a
 /// connection from a task that lives as long as the connection and keeps the task-allocator
 /// slabs of its deepest request until then (~10 KB even for a connection that only waits).
-/// A poller's connection is served entirely by ``PollConnectionHandler``, so its task ends after the
-/// first request and is started again only if the connection ever sends something the poll
-/// path hands on (``need()``).
+/// A poller's connection is served entirely by ``PollConnectionHandler`` and a WebSocket by
+/// ``WebSocketConnectionHandler``, so the task ends after the first request and is started
+/// again only if the connection ever sends something the poll path hands on (``need()``).
 ///
 /// The first handler of the pipeline (it sees `channelInactive` first); everything passes
 /// through. Thread-safe: the task asks from its executor, the pipeline answers from the loop.
@@ -16,8 +16,8 @@ final class ConnectionTaskGate: ChannelInboundHandler, RemovableChannelHandler, 
     private enum State {
         /// Nothing decided yet, the task not yet asking.
         case open
-        /// The first request was a poll taken by ``PollConnectionHandler``.
-        case poller
+        /// The first request was taken below hummingbird (a poll, a publish, a WebSocket handshake).
+        case servedBelow
         /// The task asked before the first decision.
         case waiting(CheckedContinuation<Bool, Never>, start: @Sendable () -> Void)
         /// The task ended; `start` runs it again.
@@ -37,7 +37,7 @@ final class ConnectionTaskGate: ChannelInboundHandler, RemovableChannelHandler, 
                 case .open:
                     state = .waiting(continuation, start: start)
                     return nil
-                case .poller:
+                case .servedBelow:
                     state = .parked(start: start)
                     return false
                 case .needed, .waiting, .parked:
@@ -49,17 +49,17 @@ final class ConnectionTaskGate: ChannelInboundHandler, RemovableChannelHandler, 
         }
     }
 
-    /// A request was taken by the poll path: if it is the connection's first, the task may end.
-    func pollerRequest() {
+    /// A request was taken below hummingbird: if it is the connection's first, the task may end.
+    func servedBelow() {
         let waiting: CheckedContinuation<Bool, Never>? = state.withLockedValue { state in
             switch state {
             case .open:
-                state = .poller
+                state = .servedBelow
                 return nil
             case .waiting(let continuation, let start):
                 state = .parked(start: start)
                 return continuation
-            case .poller, .parked, .needed:
+            case .servedBelow, .parked, .needed:
                 return nil
             }
         }
@@ -71,7 +71,7 @@ final class ConnectionTaskGate: ChannelInboundHandler, RemovableChannelHandler, 
         let action: (continuation: CheckedContinuation<Bool, Never>?, start: (@Sendable () -> Void)?) = state.withLockedValue { state in
             defer { state = .needed }
             switch state {
-            case .open, .poller, .needed: return (nil, nil)
+            case .open, .servedBelow, .needed: return (nil, nil)
             case .waiting(let continuation, _): return (continuation, nil)
             case .parked(let start): return (nil, start)
             }

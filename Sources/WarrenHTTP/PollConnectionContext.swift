@@ -9,11 +9,14 @@ final class PollConnectionContext: Sendable {
     let cors: Bool
     /// A connection with no request for this long is closed (`http.idle_timeout`).
     let idleTimeout: TimeAmount
+    /// WebSocket handshakes are admitted and their connections set up here.
+    let webSockets: WebSocketDoor
 
-    init(routes: PollRoutes, cors: Bool, idleTimeout: TimeAmount) {
+    init(routes: PollRoutes, cors: Bool, idleTimeout: TimeAmount, webSockets: WebSocketDoor) {
         self.routes = routes
         self.cors = cors
         self.idleTimeout = idleTimeout
+        self.webSockets = webSockets
     }
 
     var authenticator: Authenticator { routes.authenticator }

@@ -4,7 +4,9 @@ import WarrenCore
 
 /// Serves a poller's connection below hummingbird: `POST /v1/poll` (a new session),
 /// `GET /v1/poll/<session>` and `POST /v1/messages` (a publish) are read from the raw bytes
-/// (``RawRequestHead``) and answered here. The first request it does not take (another endpoint, a cross-origin request when
+/// (``RawRequestHead``) and answered here. A WebSocket handshake at `/v1/ws` is admitted (or
+/// refused with its status) here too, and the connection becomes a
+/// ``WebSocketConnectionHandler``'s. The first request it does not take (another endpoint, a cross-origin request when
 /// CORS is configured, anything unusual) and everything after it go to hummingbird's HTTP/1
 /// pipeline, and this handler leaves the connection.
 ///
@@ -35,6 +37,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         case poll(session: String)
         case create
         case publish
+        case webSocket
     }
 
     /// Sets up hummingbird's pipeline behind this handler (on the loop).
@@ -131,7 +134,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if pending.readableBytes == 0 { pending = ByteBuffer() }
             current = (head, bytes)
             lastActive = .now()
-            gate?.pollerRequest()
+            gate?.servedBelow()
             switch taken {
             case .poll(let session): serve(context, head, session: session, prepared: false)
             case .create:
@@ -140,12 +143,17 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             case .publish:
                 current!.bytes = ByteBuffer()
                 publish(context, head, body: ByteBuffer(bytes: bytes.readableBytesView.dropFirst(head.length)))
+            case .webSocket:
+                current!.bytes = ByteBuffer()
+                upgrade(context, head)
             }
         }
     }
 
     private func take(_ head: RawRequestHead) -> Taken? {
         let path = head.target.utf8
+        // A browser's handshake always has an Origin; CORS does not govern WebSockets.
+        if head.webSocketKey != nil { return .webSocket }
         guard !(door.cors && head.hasOrigin) else { return nil }
         if path.starts(with: "/v1/messages".utf8) {
             let rest = path.dropFirst(12)
@@ -298,6 +306,63 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 let (handler, context) = bound.value
                 handler.answer(context, status: answer.status, body: ByteBuffer(bytes: answer.body))
             }
+        }
+    }
+
+    // MARK: WebSockets
+
+    /// A WebSocket handshake: admitted at once when the identity is known, else once the
+    /// token is verified in a short-lived task; then answered `101` or refused.
+    private func upgrade(_ context: ChannelHandlerContext, _ head: RawRequestHead) {
+        let door = self.door.webSockets
+        let path = head.target.utf8.prefix { $0 != UInt8(ascii: "?") }
+        guard path.elementsEqual("/v1/ws".utf8) else {
+            return upgraded(context, head, .failure(.init(status: 404, code: .notFound, message: "WebSocket upgrades are served at /v1/ws")))
+        }
+        let query = Query(target: head.target)
+        if let now = door.admitNow(query: query, authorization: head.authorization) {
+            return upgraded(context, head, now)
+        }
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let admission = await door.admit(query: query, authorization: head.authorization)
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.upgraded(context, head, admission)
+            }
+        }
+    }
+
+    /// Answers the handshake; an admitted connection's pipeline becomes a WebSocket's (what
+    /// the client sent after the handshake goes on to it) and this handler leaves.
+    private func upgraded(_ context: ChannelHandlerContext, _ head: RawRequestHead,
+                          _ admission: Result<WebSocketDoor.Admitted, WebSocketDoor.Refusal>) {
+        let door = self.door.webSockets
+        switch admission {
+        case .failure(let refusal):
+            closeAfterAnswer = true
+            answer(context, status: refusal.status, body: ByteBuffer(bytes: RouteSupport.errorBody(refusal.code, refusal.message)))
+        case .success(let admitted):
+            guard current != nil, context.channel.isActive, let key = head.webSocketKey else { return door.release(admitted) }
+            current = nil
+            handedOn = true
+            idleTimer?.cancel()
+            idleTimer = nil
+            context.writeAndFlush(wrapOutboundOut(WebSocketHandshake.switchingProtocols(key: key)), promise: nil)
+            do {
+                try door.install(admitted, on: context.pipeline.syncOperations)
+            } catch {
+                door.release(admitted)
+                return context.close(promise: nil)
+            }
+            let forward = pending
+            pending = ByteBuffer()
+            if forward.readableBytes > 0 {
+                context.fireChannelRead(wrapInboundOut(forward))
+                context.fireChannelReadComplete()
+            }
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
     }
 

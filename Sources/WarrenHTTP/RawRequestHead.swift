@@ -2,9 +2,11 @@ import NIOCore
 
 /// The head of an HTTP/1.1 request as far as ``PollConnectionHandler`` needs it, read from the
 /// raw bytes: method, target, and the few fields that decide whether the poll path may take
-/// the request. Anything it is not sure of (another HTTP version, a `Transfer-Encoding`, an
-/// `Expect` or `Upgrade`, a folded or malformed line, a head over the limit) is `.other`, and
-/// the connection goes to hummingbird's full HTTP/1 parser, which answers or refuses it.
+/// the request, or whether it is a WebSocket handshake (RFC 6455 §4.2.1). Anything it is not
+/// sure of (another HTTP version, a `Transfer-Encoding`, an `Expect`, an `Upgrade` that is not
+/// a complete version-13 WebSocket handshake, a folded or malformed line, a head over the
+/// limit) is `.other`, and the connection goes to hummingbird's full HTTP/1 parser, which
+/// answers or refuses it.
 ///
 /// Written by hand because the poll path is the hot one (BENCHMARKS.md: NIO's HTTP/1 parser and
 /// the conversion of every request and response to swift-http-types were a third of Warren's
@@ -23,6 +25,9 @@ struct RawRequestHead: Equatable, Sendable {
     var close = false
     /// Bytes of the head, up to and including the blank line.
     var length: Int
+    /// A WebSocket handshake's `Sec-WebSocket-Key` (the head asks for `Upgrade: websocket`
+    /// with `Connection: upgrade` and `Sec-WebSocket-Version: 13`); nil for any other request.
+    var webSocketKey: String?
 
     enum Parse: Equatable, Sendable {
         /// The head has not fully arrived yet.
@@ -42,6 +47,7 @@ struct RawRequestHead: Equatable, Sendable {
         var result = RawRequestHead(method: parsed.method, target: parsed.target, length: end - bytes.startIndex)
         var fields = 0
         var sawLength = false
+        var upgrade = (asked: false, websocket: false, connection: false, version13: false)
         while let line = lines.next() {
             fields += 1
             guard fields <= maxFields, let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else { return .other }
@@ -52,13 +58,21 @@ struct RawRequestHead: Equatable, Sendable {
             switch name.count {
             case 6 where equalsLowercase(name, "origin"):
                 result.hasOrigin = true
-            case 6 where equalsLowercase(name, "expect"), 7 where equalsLowercase(name, "upgrade"),
-                 17 where equalsLowercase(name, "transfer-encoding"):
+            case 6 where equalsLowercase(name, "expect"), 17 where equalsLowercase(name, "transfer-encoding"):
                 return .other
+            case 7 where equalsLowercase(name, "upgrade"):
+                guard !upgrade.asked else { return .other }
+                upgrade.asked = true
+                upgrade.websocket = equalsLowercase(value, "websocket")
             case 10 where equalsLowercase(name, "connection"):
                 let lower = String(decoding: value, as: UTF8.self).lowercased()
-                if lower.contains("upgrade") { return .other }
+                if lower.contains("upgrade") { upgrade.connection = true }
                 if lower.contains("close") { result.close = true }
+            case 17 where equalsLowercase(name, "sec-websocket-key"):
+                guard result.webSocketKey == nil else { return .other }
+                result.webSocketKey = String(decoding: value, as: UTF8.self)
+            case 21 where equalsLowercase(name, "sec-websocket-version"):
+                upgrade.version13 = value.elementsEqual("13".utf8)
             case 13 where equalsLowercase(name, "authorization"):
                 result.authorization = String(decoding: value, as: UTF8.self)
             case 14 where equalsLowercase(name, "content-length"):
@@ -68,6 +82,11 @@ struct RawRequestHead: Equatable, Sendable {
             default:
                 break
             }
+        }
+        // An upgrade is taken only as a whole WebSocket handshake; a key alone means nothing.
+        if upgrade.asked || upgrade.connection || result.webSocketKey != nil {
+            guard upgrade.asked, upgrade.websocket, upgrade.connection, upgrade.version13, result.method == .get,
+                  let key = result.webSocketKey, !key.isEmpty, result.contentLength == 0 else { return .other }
         }
         return .head(result)
     }

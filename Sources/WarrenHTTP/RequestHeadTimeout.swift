@@ -49,9 +49,8 @@ final class RequestHeadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
     }
 }
 
-/// Closes the connection when an error reaches the end of the pipeline. Hummingbird's
-/// WebSocket-upgrade pipeline leaves HTTP parse errors that come before the upgrade decision
-/// unhandled (a malformed request would otherwise hold its connection open, unanswered).
+/// Closes the connection when an HTTP parse error reaches the end of hummingbird's pipeline
+/// (a malformed request must not hold its connection open, unanswered).
 final class CloseOnErrorHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
 

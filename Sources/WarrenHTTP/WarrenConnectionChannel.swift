@@ -7,10 +7,11 @@ import NIOCore
 /// - a ``ConnectionTaskGate`` first, so hummingbird's per-connection task runs only while the
 ///   connection needs it;
 /// - a ``RequestHeadTimeoutHandler`` (slowloris);
-/// - a ``PollConnectionHandler``, which serves pollers itself; hummingbird's pipeline (its
-///   HTTP/1 decoder and encoder, the WebSocket upgrader) is set up behind it only when the
-///   connection first sends something else, with a ``CloseOnErrorHandler`` behind that. A
-///   poller's connection never pays for them (~5 KB each, measured with heaptrack).
+/// - a ``PollConnectionHandler``, which serves pollers itself and turns a WebSocket handshake
+///   into a ``WebSocketConnectionHandler``'s pipeline; hummingbird's (its HTTP/1 decoder and
+///   encoder) is set up behind it only when the connection first sends something else, with a
+///   ``CloseOnErrorHandler`` behind that. A poller's or a WebSocket's connection never pays
+///   for them (~5 KB each, measured with heaptrack).
 struct WarrenConnectionChannel<Inner: ServerChildChannel>: ServerChildChannel {
     struct Value: ServerChildChannelValue {
         /// Hummingbird's value, once its pipeline is set up.

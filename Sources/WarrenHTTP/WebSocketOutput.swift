@@ -1,15 +1,13 @@
 import Atomics
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 import WarrenCore
-import WSCore
 
 /// A session's outbound side on a WebSocket.
 ///
 /// Frames are written straight into the socket's NIO channel (through a ``FrameOutbox``, so a
-/// burst of deliveries costs one event-loop hop and one flush per socket, not one per frame),
-/// bypassing the async writer hummingbird-websocket hands the handler. Two bounds on what
+/// burst of deliveries costs one event-loop hop and one flush per socket, not one per frame).
+/// Closing is the ``WebSocketConnectionHandler``'s (the close handshake). Two bounds on what
 /// waits for a client: the channel's write-buffer high-water mark is the hard cap — above it
 /// `send` refuses and the session closes the socket with 4008 at once — and `limit` is the soft
 /// one: a socket found above it at each flush for longer than `grace` is refused (4008) too.
@@ -23,22 +21,21 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     private var overSince: NIODeadline?
     /// The socket stayed over `limit` past the grace: refuse from now on.
     private let overTooLong = ManagedAtomic(false)
-    private let closeRequest = NIOLockedValueBox<(code: UInt16, reason: String)?>(nil)
-    /// Set with the close request; read on every send (an atomic load, not a lock).
+    /// Set by the first close request; read on every send (an atomic load, not a lock).
     private let closing = ManagedAtomic(false)
-    private let closeSignal: AsyncStream<Void>
-    private let closeContinuation: AsyncStream<Void>.Continuation
+    /// Starts the close handshake with a code and reason (from any thread, at most once).
+    private let startClose: @Sendable (UInt16, String) -> Void
     /// Whether frames were written since the last flush; touched only on `channel.eventLoop`.
     private var needsFlush = false
     /// Writes encoded frames below the frame encoder once installed; touched only on
     /// `channel.eventLoop`.
     private var wire: WireFrameWriter?
 
-    init(channel: any Channel, limit: Int, hardCap: Int, grace: TimeAmount) {
+    init(channel: any Channel, limit: Int, hardCap: Int, grace: TimeAmount, startClose: @escaping @Sendable (UInt16, String) -> Void) {
         self.channel = channel
         self.limit = limit
         self.grace = grace
-        (closeSignal, closeContinuation) = AsyncStream<Void>.makeStream()
+        self.startClose = startClose
         let high = max(2, hardCap, limit)
         channel.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: max(1, high / 2), high: high)).whenFailure { _ in }
     }
@@ -49,22 +46,21 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
         return true
     }
 
-    /// Puts a ``WireFrameWriter`` into the socket's pipeline, just above the WebSocket frame
+    /// The ``WireFrameWriter`` in the socket's pipeline, just above the WebSocket frame
     /// encoder, so frames encoded once per message go out without passing the pipeline. Until
-    /// it is in place (or if the pipeline has no encoder) frames take the pipeline's path.
-    func installWireWriter() async {
-        try? await channel.eventLoop.submit { [self] in
-            // Made on the loop it lives on (a handler is not Sendable).
-            let writer = WireFrameWriter()
-            let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(writer, position: .before(try pipeline.handler(type: WebSocketFrameEncoder.self)))
-            wire = writer
-        }.get()
-    }
+    /// it is set (or if the pipeline has none) frames take the pipeline's path. On the loop.
+    func use(_ writer: WireFrameWriter) { wire = writer }
+
+    /// The close frame went out: frames still on their way are dropped. On the loop.
+    private var closeFrameSent = false
+
+    /// Called by the connection handler once it wrote the close frame. On the loop.
+    func closeFrameWritten() { closeFrameSent = true }
 
     /// Writes a frame without flushing; true when this is the first since the last flush.
     /// `encoded` is `payload` as a whole WebSocket text frame. On `channel.eventLoop` only.
     func writeOnLoop(payload: ByteBuffer, encoded: ByteBuffer) -> Bool {
+        guard !closeFrameSent else { return false }
         if wire?.write(encoded) != true {
             channel.write(WebSocketFrame(fin: true, opcode: .text, data: payload), promise: nil)
         }
@@ -89,23 +85,7 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     }
 
     func close(code: UInt16, reason: String) {
-        let first = closeRequest.withLockedValue { request -> Bool in
-            guard request == nil else { return false }
-            request = (code, reason)
-            return true
-        }
-        closing.store(true, ordering: .relaxed)
-        if first { closeContinuation.finish() }
+        guard closing.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        startClose(code, reason)
     }
-
-    /// Waits until the session asks for a close, then sends the close frame with its code.
-    func run(_ outbound: WebSocketOutboundWriter) async {
-        for await _ in closeSignal {}
-        if let (code, reason) = closeRequest.withLockedValue({ $0 }) {
-            try? await outbound.close(code == 1000 ? .normalClosure : .unknown(code), reason: reason)
-        }
-    }
-
-    /// Ends the writer without a close frame (the socket is already going).
-    func finish() { closeContinuation.finish() }
 }

@@ -12,9 +12,9 @@ struct ConnectionTaskGateTests {
     @Test func aPollerFirstEndsTheTaskAndANeedStartsItOnce() async {
         let gate = ConnectionTaskGate()
         let starts = Starts()
-        gate.pollerRequest()
+        gate.servedBelow()
         #expect(await gate.serveNow(start: starts.start) == false)
-        gate.pollerRequest()
+        gate.servedBelow()
         #expect(starts.count.withLockedValue { $0 } == 0)
         gate.need()
         gate.need()
@@ -27,7 +27,7 @@ struct ConnectionTaskGateTests {
         async let serve = gate.serveNow(start: starts.start)
         // The decision comes from the pipeline whenever the first request is read.
         while !gate.isTaskWaiting { await Task.yield() }
-        gate.pollerRequest()
+        gate.servedBelow()
         #expect(await serve == false)
         gate.need()
         #expect(starts.count.withLockedValue { $0 } == 1)

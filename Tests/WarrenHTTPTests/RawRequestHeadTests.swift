@@ -38,6 +38,11 @@ struct RawRequestHeadTests {
         "GET /v1/poll/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
         "POST /v1/poll HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
         "GET /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "GET /v1/ws HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        "GET /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 8\r\n\r\n",
+        "GET /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        "POST /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        "GET /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n",
         "GET /v1/poll/a HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
         "GET /v1/poll/a HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
         "GET /v1/poll/a HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
@@ -54,6 +59,16 @@ struct RawRequestHeadTests {
     ])
     func handsOnWhatItIsNotSureOf(_ text: String) {
         #expect(parse(text) == .other)
+    }
+
+    @Test func readsAWebSocketHandshake() {
+        let text = "GET /v1/ws?user=a HTTP/1.1\r\nHost: x\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: http://a\r\n\r\n"
+        guard case .head(let head) = parse(text) else { Issue.record("not a head"); return }
+        #expect(head.method == .get && head.target == "/v1/ws?user=a" && head.hasOrigin)
+        #expect(head.webSocketKey == "dGhlIHNhbXBsZSBub25jZQ==")
+        guard case .head(let poll) = parse("GET /v1/poll/a HTTP/1.1\r\n\r\n") else { Issue.record("not a head"); return }
+        #expect(poll.webSocketKey == nil)
     }
 
     @Test func aHeadOverTheLimitIsHandedOn() {

@@ -33,7 +33,8 @@ final class RawWebSocket: Sendable {
         }
     }
 
-    static func connect(port: Int, query: String) async throws -> RawWebSocket {
+    /// Connects and sends the handshake, with `then` written in the same packet right behind it.
+    static func connect(port: Int, query: String, then: ByteBuffer = ByteBuffer()) async throws -> RawWebSocket {
         let box = NIOLockedValueBox(ByteBuffer())
         let ended = Mailbox<Bool>()
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -43,30 +44,53 @@ final class RawWebSocket: Sendable {
             .connect(host: "127.0.0.1", port: port).get()
         let request = "GET /v1/ws?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        try await channel.writeAndFlush(ByteBuffer(string: request))
+        var bytes = ByteBuffer(string: request)
+        var then = then
+        bytes.writeBuffer(&then)
+        try await channel.writeAndFlush(bytes)
         return RawWebSocket(channel: channel, inbound: box, ended: ended)
     }
 
     /// Sends one masked text frame.
     func sendText(_ text: String) async throws {
-        let payload = Array(text.utf8)
+        try await sendFrame(opcode: 0x1, Array(text.utf8))
+    }
+
+    /// Sends one frame as it is told: any opcode, final or not, masked or not.
+    func sendFrame(opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true) async throws {
+        try await channel.writeAndFlush(Self.frame(opcode: opcode, payload, fin: fin, masked: masked))
+    }
+
+    static func frame(opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true) -> ByteBuffer {
         var frame = ByteBuffer()
-        frame.writeInteger(UInt8(0x81))
+        frame.writeInteger(UInt8((fin ? 0x80 : 0) | opcode))
+        let maskBit: UInt8 = masked ? 0x80 : 0
         if payload.count < 126 {
-            frame.writeInteger(UInt8(0x80 | payload.count))
-        } else {
-            frame.writeInteger(UInt8(0x80 | 126))
+            frame.writeInteger(UInt8(maskBit | UInt8(payload.count)))
+        } else if payload.count <= Int(UInt16.max) {
+            frame.writeInteger(UInt8(maskBit | 126))
             frame.writeInteger(UInt16(payload.count))
+        } else {
+            frame.writeInteger(UInt8(maskBit | 127))
+            frame.writeInteger(UInt64(payload.count))
+        }
+        guard masked else {
+            frame.writeBytes(payload)
+            return frame
         }
         let mask: [UInt8] = [1, 2, 3, 4]
         frame.writeBytes(mask)
         frame.writeBytes(payload.enumerated().map { $0.element ^ mask[$0.offset % 4] })
-        try await channel.writeAndFlush(frame)
+        return frame
     }
 
     /// Reads (or stops reading) from now on.
     func reading(_ on: Bool) async throws {
-        try await channel.setOption(.autoRead, value: on).get()
+        do {
+            try await channel.setOption(.autoRead, value: on).get()
+        } catch ChannelError.ioOnClosedChannel {
+            return  // the server closed it already: what it sent was read
+        }
         if on { channel.read() }
     }
 

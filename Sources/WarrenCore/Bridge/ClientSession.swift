@@ -49,22 +49,58 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// The door, for metrics and limit counts.
     var frontend: Frontend { via == .poll ? .poll : .ws }
 
+    /// A client frame that needs waiting for (the broker, the store) before it is answered:
+    /// handed back by ``receive(_:)`` to be finished by ``complete(_:)``.
+    public struct PendingRequest: Sendable {
+        let frame: ClientFrame
+    }
+
     /// Handles one text frame from the client. Publishes are answered asynchronously
     /// (pubacks may come out of order); everything else in order.
     public func handle(_ frame: ByteBuffer) async {
+        if let pending = receive(frame) { await complete(pending) }
+    }
+
+    /// Handles one text frame at once when nothing needs waiting for (a ping, a publish — its
+    /// puback comes later —, an ack, a presence query, a refusal), without a task; otherwise
+    /// returns it, to be finished with ``complete(_:)``. Frames are handled in order: the
+    /// caller holds the next frame until `complete` returned.
+    public func receive(_ frame: ByteBuffer) -> PendingRequest? {
         // Once closed for abuse, whatever the client still sends is not even parsed.
-        guard !state.withLockedValue({ $0.closedForPolicy }) else { return }
+        guard !state.withLockedValue({ $0.closedForPolicy }) else { return nil }
         let parsed: ClientFrame
         do {
             parsed = try ClientFrame.parse(frame.readableBytesView)
         } catch {
             if error.code == .badRoute || error.ref != nil { runtime.metrics.dropped(nil, .invalid) }
             fail(error)
-            return
+            return nil
         }
         switch parsed {
         case .ping:
             send(ServerFrame.pong)
+        case .pub(let request):
+            publish(request)
+        case .ack(let ids):
+            for id in ids where !ackInbox(envelopeID: id) {
+                fail(ProtocolError(.notFound, "no unacknowledged inbox delivery with this id", ref: id))
+            }
+        case .presence(let ref, let route):
+            do {
+                let users = try runtime.presentUsers(route: route, rules: rules)
+                send(ServerFrame.presence(ref: ref, route: route, users: users))
+            } catch {
+                fail(error.answering(ref))
+            }
+        case .sub, .unsub, .history, .conversations, .read:
+            return PendingRequest(frame: parsed)
+        }
+        return nil
+    }
+
+    /// Finishes a frame ``receive(_:)`` handed back.
+    public func complete(_ pending: PendingRequest) async {
+        switch pending.frame {
         case .sub(let id, let pattern, let mode, let presence):
             do {
                 try await subscribe(id: id, pattern: pattern, mode: mode, presence: presence)
@@ -74,12 +110,6 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             }
         case .unsub(let id):
             await unsubscribe(id: id)
-        case .pub(let request):
-            publish(request)
-        case .ack(let ids):
-            for id in ids where !ackInbox(envelopeID: id) {
-                fail(ProtocolError(.notFound, "no unacknowledged inbox delivery with this id", ref: id))
-            }
         case .history(let ref, let route, let before, let limit):
             do {
                 let page = try await runtime.store().history(route: route, before: before, limit: limit, rules: rules)
@@ -94,13 +124,6 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             } catch {
                 fail(error.answering(ref))
             }
-        case .presence(let ref, let route):
-            do {
-                let users = try runtime.presentUsers(route: route, rules: rules)
-                send(ServerFrame.presence(ref: ref, route: route, users: users))
-            } catch {
-                fail(error.answering(ref))
-            }
         case .read(let route, let id):
             do {
                 let (key, marker) = try await runtime.markRead(user: user, rules: rules, route: route, id: id, via: via)
@@ -108,6 +131,9 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             } catch {
                 fail(error.answering(id))
             }
+        case .ping, .pub, .ack, .presence:
+            // Handled by `receive`, never handed back.
+            break
         }
     }
 

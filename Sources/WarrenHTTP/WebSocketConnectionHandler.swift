@@ -1,0 +1,272 @@
+import Logging
+import NIOCore
+import NIOWebSocket
+import WarrenCore
+
+/// Serves an open WebSocket on its event loop: the client's frames go to its ``ClientSession``
+/// as they are read, and the protocol's own frames (ping, pong, close) are answered here.
+///
+/// No task and no async stream per socket: a frame that needs no waiting (a publish, an ack,
+/// a ping) is handled inside `channelRead`; one that waits for the broker or the store (a
+/// subscription, history) is finished in a short-lived task while the frames read after it
+/// are held, so a client's requests are still answered in order. Deliveries reach the socket
+/// through its ``WebSocketOutput``. Measured (BENCHMARKS.md): served by hummingbird-websocket
+/// an idle socket cost ~43 KB of Warren's memory and connects topped out near 1,600/s, most
+/// of it the per-connection task and its child tasks.
+///
+/// RFC 6455 as a server: client frames must be masked and carry no extension bits (close
+/// 1002), text must be UTF-8 (1007), a message over `limits.max_frame_bytes` — one frame or
+/// fragments together — closes with 1009 (counted as `frame_size`); binary messages are
+/// answered `bad_frame` and the socket stays. Pings every ``WebSocketDoor/pingPeriod``; a
+/// socket that has sent nothing since the last one is closed. A close from either side is
+/// answered and the connection closed; a close Warren starts waits
+/// ``WebSocketDoor/closeTimeout`` for the client's answer.
+final class WebSocketConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let door: WebSocketDoor
+    private let admitted: WebSocketDoor.Admitted
+    private var logger: Logger
+    private var session: ClientSession?
+    private var output: WebSocketOutput?
+    /// A fragmented message being read: its opcode and the data so far.
+    private var fragments: (opcode: WebSocketOpcode, data: ByteBuffer)?
+    /// A frame handed back by the session is being finished in a task; frames read meanwhile wait.
+    private var busy = false
+    private var held: [ByteBuffer] = []
+    /// Reading was paused because too many frames were held.
+    private var readPaused = false
+    private var heardSincePing = true
+    private var closeSent = false
+    private var ended = false
+    private var pingTimer: RepeatedTask?
+    private var expiryTimer: Scheduled<Void>?
+    private var closeTimer: Scheduled<Void>?
+
+    /// Frames held behind a pending request before reading pauses (TCP pushes back then).
+    static let maxHeld = 64
+
+    init(door: WebSocketDoor, admitted: WebSocketDoor.Admitted) {
+        self.door = door
+        self.admitted = admitted
+        logger = door.logger
+        logger[metadataKey: "user"] = "\(admitted.identity.user)"
+    }
+
+    private var runtime: BridgeRuntime { admitted.runtime }
+
+    // MARK: channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let identity = admitted.identity
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        let limits = runtime.limits
+        let output = WebSocketOutput(channel: context.channel, limit: limits.outboundBufferBytes, hardCap: limits.effectiveHardCapBytes,
+                                     grace: .seconds(Int64(limits.slowGraceSeconds))) { code, reason in
+            // From any thread, once: the close frame is written on the loop, after what was queued.
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.sendClose(context, code: code, reason: reason)
+            }
+        }
+        if let writer = try? context.pipeline.syncOperations.handler(type: WireFrameWriter.self) { output.use(writer) }
+        self.output = output
+        session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: identity.rules,
+                                output: output, via: .ws, logger: logger)
+        door.sockets.add(output)
+        runtime.metrics.connectionOpened(.ws)
+        logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
+        pingTimer = loop.scheduleRepeatedTask(initialDelay: door.pingPeriod, delay: door.pingPeriod) { _ in
+            let (handler, context) = bound.value
+            handler.pingTick(context)
+        }
+        // A token's expiry holds for the life of the socket (close 4401).
+        if let expiresAt = admitted.expiresAt {
+            expiryTimer = loop.scheduleTask(in: .milliseconds(Int64(max(0, expiresAt.timeIntervalSinceNow) * 1000))) {
+                output.close(code: CloseCode.tokenExpired, reason: "token expired")
+            }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { end() }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent { output?.close(code: CloseCode.goingAway, reason: "server shutting down") }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch error as? NIOWebSocketError {
+        case .invalidFrameLength?:
+            runtime.metrics.limitHit(.ws, .frameSize)
+            abort(context, code: CloseCode.tooBig, reason: "frame over limits.max_frame_bytes")
+        case .some:
+            abort(context, code: 1002, reason: "protocol error")
+        case nil:
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: frames
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        heardSincePing = true
+        guard frame.maskKey != nil, !frame.rsv1, !frame.rsv2, !frame.rsv3 else {
+            return abort(context, code: 1002, reason: "client frames must be masked and carry no extension bits")
+        }
+        switch frame.opcode {
+        case .text, .binary:
+            guard fragments == nil else { return abort(context, code: 1002, reason: "a new message before the last one ended") }
+            if frame.fin {
+                message(context, frame.opcode, frame.unmaskedData)
+            } else {
+                fragments = (frame.opcode, frame.unmaskedData)
+            }
+        case .continuation:
+            guard case (let opcode, var data)? = fragments else { return abort(context, code: 1002, reason: "a continuation of nothing") }
+            fragments = nil
+            var more = frame.unmaskedData
+            guard data.readableBytes + more.readableBytes <= door.maxFrameBytes else {
+                runtime.metrics.limitHit(.ws, .frameSize)
+                return abort(context, code: CloseCode.tooBig, reason: "message over limits.max_frame_bytes")
+            }
+            data.writeBuffer(&more)
+            if frame.fin { message(context, opcode, data) } else { fragments = (opcode, data) }
+        case .ping:
+            guard !closeSent else { return }
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            closeReceived(context, frame.unmaskedData)
+        default:
+            abort(context, code: 1002, reason: "unknown opcode")
+        }
+    }
+
+    /// A whole message from the client.
+    private func message(_ context: ChannelHandlerContext, _ opcode: WebSocketOpcode, _ data: ByteBuffer) {
+        guard !closeSent, let session else { return }
+        guard opcode == .text else {
+            return session.fail(ProtocolError(.badFrame, "binary frames are not accepted: send JSON text frames", ref: nil))
+        }
+        guard Self.isUTF8(data) else { return abort(context, code: 1007, reason: "text frames must be UTF-8") }
+        if busy {
+            held.append(data)
+            if held.count >= Self.maxHeld, !readPaused {
+                readPaused = true
+                context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+            }
+            return
+        }
+        take(context, data, session)
+    }
+
+    /// Hands a text frame to the session; one it cannot answer at once is finished in a task.
+    private func take(_ context: ChannelHandlerContext, _ data: ByteBuffer, _ session: ClientSession) {
+        guard let pending = session.receive(data) else { return }
+        busy = true
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            await session.complete(pending)
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.finished(context)
+            }
+        }
+    }
+
+    /// The pending request is answered: the frames held behind it go on.
+    private func finished(_ context: ChannelHandlerContext) {
+        busy = false
+        guard let session, !ended else { return }
+        while !busy, !held.isEmpty, !closeSent {
+            take(context, held.removeFirst(), session)
+        }
+        if !busy, readPaused {
+            readPaused = false
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+        }
+    }
+
+    // MARK: keepalive and closing
+
+    private func pingTick(_ context: ChannelHandlerContext) {
+        guard !closeSent else { return }
+        guard heardSincePing else {
+            return abort(context, code: CloseCode.goingAway, reason: "no answer to ping")
+        }
+        heardSincePing = false
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())), promise: nil)
+    }
+
+    /// The close Warren starts (through ``WebSocketOutput/close(code:reason:)``): the close
+    /// frame, then the client has ``WebSocketDoor/closeTimeout`` to answer.
+    private func sendClose(_ context: ChannelHandlerContext, code: UInt16, reason: String) {
+        guard !closeSent, context.channel.isActive else { return }
+        writeClose(context, code: code, reason: reason)
+        let channel = context.channel
+        closeTimer = context.eventLoop.scheduleTask(in: door.closeTimeout) { channel.close(promise: nil) }
+    }
+
+    /// The client's close: answered with its code, then the connection closes.
+    private func closeReceived(_ context: ChannelHandlerContext, _ data: ByteBuffer) {
+        output?.close(code: 1000, reason: "")  // nothing more is sent
+        if !closeSent {
+            let code = data.getInteger(at: data.readerIndex, as: UInt16.self)
+            writeClose(context, code: code, reason: "")
+        }
+        context.close(promise: nil)
+    }
+
+    /// A broken protocol or a dead peer: the close frame and the connection closed, no waiting.
+    private func abort(_ context: ChannelHandlerContext, code: UInt16, reason: String) {
+        output?.close(code: code, reason: reason)
+        if !closeSent { writeClose(context, code: code, reason: reason) }
+        context.close(promise: nil)
+    }
+
+    private func writeClose(_ context: ChannelHandlerContext, code: UInt16?, reason: String) {
+        closeSent = true
+        output?.closeFrameWritten()
+        var data = ByteBuffer()
+        if let code {
+            data.writeInteger(code)
+            data.writeString(String(decoding: reason.utf8.prefix(123), as: UTF8.self))
+        }
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: nil)
+    }
+
+    /// The socket is gone: its session ends (live subscriptions dropped, inbox deliveries
+    /// handed back), its slot and counts released. Once.
+    private func end() {
+        guard !ended else { return }
+        ended = true
+        pingTimer?.cancel()
+        expiryTimer?.cancel()
+        closeTimer?.cancel()
+        held.removeAll()
+        guard let session, let output else { return }
+        door.sockets.remove(output)
+        runtime.users.closeConnection(admitted.identity.user)
+        runtime.metrics.connectionClosed(.ws)
+        logger.info("websocket disconnected")
+        Task { await session.end() }
+    }
+
+    /// Whether `data` is UTF-8; ASCII (the common case) is checked without decoding.
+    static func isUTF8(_ data: ByteBuffer) -> Bool {
+        data.withUnsafeReadableBytes { bytes in
+            bytes.allSatisfy { $0 < 0x80 } || String(validating: bytes, as: UTF8.self) != nil
+        }
+    }
+}
