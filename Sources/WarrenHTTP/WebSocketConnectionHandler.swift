@@ -17,7 +17,7 @@ import WarrenCore
 /// RFC 6455 as a server: client frames must be masked and carry no extension bits (close
 /// 1002), text must be UTF-8 (1007), a message over `limits.max_frame_bytes` — one frame or
 /// fragments together — closes with 1009 (counted as `frame_size`); binary messages are
-/// answered `bad_frame` and the socket stays. Pings every ``WebSocketDoor/pingPeriod``; a
+/// answered `bad_frame` and the socket stays. Pings every ``WebSocketDoor/pingSeconds`` (``PingWheel``); a
 /// socket that has sent nothing since the last one is closed. A close from either side is
 /// answered and the connection closed; a close Warren starts waits
 /// ``WebSocketDoor/closeTimeout`` for the client's answer.
@@ -40,7 +40,10 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
     private var heardSincePing = true
     private var closeSent = false
     private var ended = false
-    private var pingTimer: RepeatedTask?
+    /// Set while the handler is in the pipeline (the ping wheel reaches the socket through it).
+    private var context: ChannelHandlerContext?
+    /// The socket's slot in its loop's ``PingWheel``.
+    private var pingSlot: Int?
     private var expiryTimer: Scheduled<Void>?
     private var closeTimer: Scheduled<Void>?
 
@@ -78,10 +81,8 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
         door.sockets.add(output)
         runtime.metrics.connectionOpened(.ws)
         logger.info("websocket connected", metadata: ["device": "\(identity.device)"])
-        pingTimer = loop.scheduleRepeatedTask(initialDelay: door.pingPeriod, delay: door.pingPeriod) { _ in
-            let (handler, context) = bound.value
-            handler.pingTick(context)
-        }
+        self.context = context
+        pingSlot = PingWheel.on(loop, period: door.pingSeconds).join(self)
         // A token's expiry holds for the life of the socket (close 4401).
         if let expiresAt = admitted.expiresAt {
             expiryTimer = loop.scheduleTask(in: .milliseconds(Int64(max(0, expiresAt.timeIntervalSinceNow) * 1000))) {
@@ -200,8 +201,9 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
 
     // MARK: keepalive and closing
 
-    private func pingTick(_ context: ChannelHandlerContext) {
-        guard !closeSent else { return }
+    /// From the loop's ``PingWheel``, once per ping period.
+    func pingTick() {
+        guard let context, !closeSent else { return }
         guard heardSincePing else {
             return abort(context, code: CloseCode.goingAway, reason: "no answer to ping")
         }
@@ -251,7 +253,9 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
     private func end() {
         guard !ended else { return }
         ended = true
-        pingTimer?.cancel()
+        if let pingSlot, let context { PingWheel.on(context.eventLoop, period: door.pingSeconds).leave(self, slot: pingSlot) }
+        pingSlot = nil
+        context = nil
         expiryTimer?.cancel()
         closeTimer?.cancel()
         held.removeAll()

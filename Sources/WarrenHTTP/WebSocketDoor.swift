@@ -31,7 +31,7 @@ final class WebSocketDoor: Sendable {
     let maxFrameBytes: Int
     /// A ping every period; a socket that has not answered one by the next is closed, so a
     /// silent client goes within two periods (inside `websocket.idle_timeout`).
-    let pingPeriod: TimeAmount
+    let pingSeconds: Int
     /// How long a close frame waits for the client's before the connection is closed anyway.
     let closeTimeout = TimeAmount.seconds(5)
 
@@ -41,7 +41,7 @@ final class WebSocketDoor: Sendable {
         self.sockets = sockets
         self.logger = logger
         maxFrameBytes = configuration.limits.maxFrameBytes
-        pingPeriod = .seconds(Int64(min(configuration.websocket.pingInterval, max(1, configuration.websocket.idleTimeout / 2))))
+        pingSeconds = min(configuration.websocket.pingInterval, max(1, configuration.websocket.idleTimeout / 2))
     }
 
     /// Admission without suspending, when the identity is known (none mode, a token verified

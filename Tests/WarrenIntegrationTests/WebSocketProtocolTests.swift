@@ -55,4 +55,17 @@ struct WebSocketProtocolTests {
         try await after.sendText(#"{"op":"ping"}"#)
         #expect(try await after.read(until: Self.pong).texts.contains(where: Self.pong))
     }
+
+    /// A socket that answers nothing is closed after two ping periods (1001); one whose client
+    /// answers pings stays.
+    @Test func aSilentClientIsClosedByThePings() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_WEBSOCKET_PING_INTERVAL": "1", "WARREN_WEBSOCKET_IDLE_TIMEOUT": "2"])
+        defer { Task { await warren.stop() } }
+        let lively = try await warren.socket(uniqueUser("lively"))
+        let silent = try await RawWebSocket.connect(port: warren.port, query: "user=\(uniqueUser("silent"))")
+        let started = ContinuousClock.now
+        #expect(try await silent.readUntilClose() == 1001)
+        #expect(ContinuousClock.now - started >= .seconds(1), "closed before a ping could go unanswered")
+        _ = try await lively.request(#"{"op":"ping"}"#, expect: "pong")
+    }
 }
