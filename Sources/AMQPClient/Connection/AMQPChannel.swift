@@ -231,7 +231,7 @@ public final class AMQPChannel: Sendable {
 
     private func sendIfCurrent(_ tag: DeliveryTag, _ method: AMQPMethod) {
         guard closeReason == nil, let link = try? connection.currentLink(), link.epoch == tag.epoch else { return }
-        link.channel.writeAndFlush(AMQPCommand.send(channel: id, method), promise: nil)
+        AckCoalescer.send(AMQPCommand.send(channel: id, method), on: link.channel)
     }
 
     // MARK: closing
