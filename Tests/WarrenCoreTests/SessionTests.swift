@@ -66,6 +66,25 @@ struct SessionTests {
         await a.end()
     }
 
+    /// An inbox delivery names the inbox subscription whose pattern matches its route (the
+    /// first by id when several do; the first when none does).
+    @Test func anInboxDeliveryNamesTheSubscriptionItMatches() async throws {
+        let bridge = try await FakeBridge()
+        let out = RecordingOutput()
+        let s = session(bridge, "alice", out)
+        await s.handle(frame(##"{"op":"sub","id":"rooms","pattern":"room.#","mode":"inbox"}"##))
+        await s.handle(frame(##"{"op":"sub","id":"mine","pattern":"#.alice.#","mode":"inbox"}"##))
+        let channel = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        let tag = "consume100-c1"
+        channel.deliver(to: tag, routingKey: "alice.bob", body: "1", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d91")
+        #expect(out.json.last?["sub"]?.stringValue == "mine")
+        channel.deliver(to: tag, routingKey: "room.alice", body: "2", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d92")
+        #expect(out.json.last?["sub"]?.stringValue == "mine")  // both match: "mine" < "rooms"
+        channel.deliver(to: tag, routingKey: "room.x", body: "3", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d93")
+        #expect(out.json.last?["sub"]?.stringValue == "rooms")
+        await s.end()
+    }
+
     @Test func aForbiddenSubscriptionReachesNoBroker() async throws {
         let bridge = try await FakeBridge()
         let out = RecordingOutput()

@@ -317,12 +317,21 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     }
 
     public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool, acceptedAt: Int64) {
+        // The inbox subscription (by id, the first) whose pattern matches the route; with one
+        // inbox subscription — the common case — that one, without parsing the route.
         let subID: String = state.withLockedValue { s in
-            let inboxSubs = s.subscriptions.filter { $0.value.mode == .inbox }.sorted { $0.key < $1.key }
-            if let key = try? RouteKey(routeKey), let match = inboxSubs.first(where: { $0.value.pattern.matches(key) }) {
-                return match.key
+            var first: String?
+            var count = 0
+            for (id, sub) in s.subscriptions where sub.mode == .inbox {
+                count += 1
+                if first.map({ id < $0 }) ?? true { first = id }
             }
-            return inboxSubs.first?.key ?? routeKey
+            guard count > 1, let key = try? RouteKey(routeKey) else { return first ?? routeKey }
+            var match: String?
+            for (id, sub) in s.subscriptions where sub.mode == .inbox && sub.pattern.matches(key) {
+                if match.map({ id < $0 }) ?? true { match = id }
+            }
+            return match ?? first ?? routeKey
         }
         let frame = ByteBuffer(bytes: ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered))
         if deliver(frame, inboxID: envelopeID, route: routeKey) {
