@@ -286,15 +286,12 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             }
             return fail(error)
         }
-        Task {
-            defer { state.withLockedValue { $0.pendingPublishes -= 1 } }
-            do {
-                let ids = try await pending.wait()
-                send(ServerFrame.puback(cid: request.cid, ids: ids, multicast: request.multicast))
-            } catch let error as ProtocolError {
-                fail(error)
-            } catch {
-                fail(ProtocolError(.internal, "\(error)", ref: request.cid))
+        // The puback is written from the confirm's callback: no task per publish.
+        pending.whenDone { [self] result in
+            state.withLockedValue { $0.pendingPublishes -= 1 }
+            switch result {
+            case .success(let ids): send(ServerFrame.puback(cid: request.cid, ids: ids, multicast: request.multicast))
+            case .failure(let error): fail(error)
             }
         }
     }

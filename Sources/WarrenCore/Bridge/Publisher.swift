@@ -154,19 +154,46 @@ public struct PendingPublish: Sendable {
             for confirm in confirms {
                 do { try await confirm.get() } catch { failure = failure ?? error }
             }
-            if let failure {
-                if let key { publisher.finishInFlight(key, with: nil) }
-                throw ProtocolError(.unavailable, "the broker did not confirm the publish: \(failure)", ref: cid)
-            }
-            let elapsed = ContinuousClock.now - started
-            for (route, bytes) in sent {
-                publisher.metrics.message(route, .amqp, .out, bytes: bytes)
-                publisher.metrics.message(route, via == .poll ? .poll : .ws, .in, bytes: bytes)
-                publisher.metrics.confirmed(route, after: elapsed)
-            }
-            if let cid { publisher.remember(from: from, cid: cid, ids: ids, now: now) }
-            if let key { publisher.finishInFlight(key, with: ids) }
-            return ids
+            return try finish(failure, ids, key, cid, from, now)
         }
+    }
+
+    /// Calls `body` with what ``wait()`` would return, without a task when the publish awaits
+    /// its confirms (the common case): from the confirming connection's event loop.
+    public func whenDone(_ body: @escaping @Sendable (Result<[String], ProtocolError>) -> Void) {
+        switch state {
+        case .done(let ids):
+            body(.success(ids))
+        case .joining:
+            Task {
+                do throws(ProtocolError) { body(.success(try await wait())) } catch { body(.failure(error)) }
+            }
+        case .confirming(let ids, let confirms, let key, let cid, let from, let now):
+            guard let first = confirms.first else { return body(Result { () throws(ProtocolError) in try finish(nil, ids, key, cid, from, now) }) }
+            EventLoopFuture.whenAllComplete(confirms, on: first.eventLoop).whenSuccess { results in
+                let failure = results.lazy.compactMap { result -> Error? in
+                    if case .failure(let error) = result { error } else { nil }
+                }.first
+                body(Result { () throws(ProtocolError) in try finish(failure, ids, key, cid, from, now) })
+            }
+        }
+    }
+
+    /// Counts a confirmed publish and remembers its ids, or reports the failure.
+    private func finish(_ failure: Error?, _ ids: [String], _ key: String?, _ cid: String?, _ from: String,
+                        _ now: Int64) throws(ProtocolError) -> [String] {
+        if let failure {
+            if let key { publisher.finishInFlight(key, with: nil) }
+            throw ProtocolError(.unavailable, "the broker did not confirm the publish: \(failure)", ref: cid)
+        }
+        let elapsed = ContinuousClock.now - started
+        for (route, bytes) in sent {
+            publisher.metrics.message(route, .amqp, .out, bytes: bytes)
+            publisher.metrics.message(route, via == .poll ? .poll : .ws, .in, bytes: bytes)
+            publisher.metrics.confirmed(route, after: elapsed)
+        }
+        if let cid { publisher.remember(from: from, cid: cid, ids: ids, now: now) }
+        if let key { publisher.finishInFlight(key, with: ids) }
+        return ids
     }
 }
