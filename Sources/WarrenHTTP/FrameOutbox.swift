@@ -13,7 +13,7 @@ import NIOPosix
 ///
 /// A message fanned out to many sockets arrives here as the same payload buffer once per
 /// socket, one after another: it is encoded as a WebSocket frame on the first and the same
-/// frame bytes go to every socket (``WireFrameWriter``).
+/// frame bytes go to every socket (``WebSocketWireFrame``).
 final class FrameOutbox: @unchecked Sendable {
     private static let perThread = ThreadSpecificVariable<FrameOutbox>()
 
@@ -30,11 +30,10 @@ final class FrameOutbox: @unchecked Sendable {
     /// A frame on its way to one socket.
     struct Outgoing {
         let output: WebSocketOutput
-        let payload: ByteBuffer
         let frame: ByteBuffer
 
         /// On the output's loop; true when the socket needs a flush.
-        func write() -> Bool { output.writeOnLoop(payload: payload, encoded: frame) }
+        func write() -> Bool { output.writeOnLoop(frame) }
     }
 
     private init(loop: any EventLoop) { self.loop = loop }
@@ -44,15 +43,15 @@ final class FrameOutbox: @unchecked Sendable {
     /// written and flushed at once.
     static func enqueue(_ payload: ByteBuffer, for output: WebSocketOutput) {
         guard let current = MultiThreadedEventLoopGroup.currentEventLoop else {
-            let frame = WebSocketTextFrame.encode(payload)
+            let frame = WebSocketWireFrame.encode(payload)
             output.channel.eventLoop.execute {
-                _ = output.writeOnLoop(payload: payload, encoded: frame)
+                _ = output.writeOnLoop(frame)
                 output.flushOnLoop()
             }
             return
         }
         let outbox = Self.outbox(on: current)
-        outbox.add(Outgoing(output: output, payload: payload, frame: outbox.encode(payload)))
+        outbox.add(Outgoing(output: output, frame: outbox.encode(payload)))
     }
 
     /// The calling thread's outbox; `loop` is the event loop running on it.
@@ -71,7 +70,7 @@ final class FrameOutbox: @unchecked Sendable {
            last.withUnsafeReadableBytes({ a in payload.withUnsafeReadableBytes { b in a.baseAddress == b.baseAddress } }) {
             return lastFrame
         }
-        lastFrame = WebSocketTextFrame.encode(payload)
+        lastFrame = WebSocketWireFrame.encode(payload)
         lastPayload = payload
         return lastFrame
     }

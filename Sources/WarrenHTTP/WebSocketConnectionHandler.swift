@@ -23,7 +23,7 @@ import WarrenCore
 /// ``WebSocketDoor/closeTimeout`` for the client's answer.
 final class WebSocketConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
-    typealias OutboundOut = WebSocketFrame
+    typealias OutboundOut = ByteBuffer
 
     private let door: WebSocketDoor
     private let admitted: WebSocketDoor.Admitted
@@ -74,7 +74,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
                 handler.sendClose(context, code: code, reason: reason)
             }
         }
-        if let writer = try? context.pipeline.syncOperations.handler(type: WireFrameWriter.self) { output.use(writer) }
+        output.use(self)
         self.output = output
         session = ClientSession(runtime: runtime, user: identity.user, device: identity.device, rules: identity.rules,
                                 output: output, via: .ws, logger: logger)
@@ -143,7 +143,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
             if frame.fin { message(context, opcode, data) } else { fragments = (opcode, data) }
         case .ping:
             guard !closeSent else { return }
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(WebSocketWireFrame.encode(frame.unmaskedData, opcode: WebSocketWireFrame.pong)), promise: nil)
         case .pong:
             break
         case .connectionClose:
@@ -208,7 +208,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
             return abort(context, code: CloseCode.goingAway, reason: "no answer to ping")
         }
         heardSincePing = false
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(Self.pingFrame), promise: nil)
     }
 
     /// The close Warren starts (through ``WebSocketOutput/close(code:reason:)``): the close
@@ -245,7 +245,7 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
             data.writeInteger(code)
             data.writeString(String(decoding: reason.utf8.prefix(123), as: UTF8.self))
         }
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(WebSocketWireFrame.encode(data, opcode: WebSocketWireFrame.close)), promise: nil)
     }
 
     /// The socket is gone: its session ends (live subscriptions dropped, inbox deliveries
@@ -260,12 +260,25 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
         closeTimer?.cancel()
         held.removeAll()
         guard let session, let output else { return }
+        output.use(nil)
         door.sockets.remove(output)
         runtime.users.closeConnection(admitted.identity.user)
         runtime.metrics.connectionClosed(.ws)
         logger.info("websocket disconnected")
         Task { await session.end() }
     }
+
+    static let pingFrame = WebSocketWireFrame.encode(ByteBuffer(), opcode: WebSocketWireFrame.ping)
+
+    /// Writes an encoded frame without flushing (``WebSocketOutput``); false once the socket
+    /// has ended. On the loop.
+    func write(_ frame: ByteBuffer) -> Bool {
+        guard let context else { return false }
+        context.write(wrapOutboundOut(frame), promise: nil)
+        return true
+    }
+
+    func flush() { context?.flush() }
 
     /// Whether `data` is UTF-8; ASCII (the common case) is checked without decoding.
     static func isUTF8(_ data: ByteBuffer) -> Bool {

@@ -70,11 +70,10 @@ final class WebSocketDoor: Sendable {
     func release(_ admitted: Admitted) { admitted.runtime.users.closeConnection(admitted.identity.user) }
 
     /// Sets up an admitted connection's WebSocket pipeline, after the handler answering the
-    /// handshake: frame decoder, ``WireFrameWriter``, frame encoder, ``WebSocketConnectionHandler``.
+    /// handshake: NIO's frame decoder and the ``WebSocketConnectionHandler``, which writes
+    /// its frames as bytes (``WebSocketWireFrame``).
     func install(_ admitted: Admitted, on pipeline: ChannelPipeline.SynchronousOperations) throws {
         try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameBytes)))
-        try pipeline.addHandler(WireFrameWriter())
-        try pipeline.addHandler(WebSocketFrameEncoder())
         try pipeline.addHandler(WebSocketConnectionHandler(door: self, admitted: admitted))
     }
 

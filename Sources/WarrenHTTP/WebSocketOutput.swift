@@ -29,7 +29,7 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     private var needsFlush = false
     /// Writes encoded frames below the frame encoder once installed; touched only on
     /// `channel.eventLoop`.
-    private var wire: WireFrameWriter?
+    private var wire: WebSocketConnectionHandler?
 
     init(channel: any Channel, limit: Int, hardCap: Int, grace: TimeAmount, startClose: @escaping @Sendable (UInt16, String) -> Void) {
         self.channel = channel
@@ -46,10 +46,9 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
         return true
     }
 
-    /// The ``WireFrameWriter`` in the socket's pipeline, just above the WebSocket frame
-    /// encoder, so frames encoded once per message go out without passing the pipeline. Until
-    /// it is set (or if the pipeline has none) frames take the pipeline's path. On the loop.
-    func use(_ writer: WireFrameWriter) { wire = writer }
+    /// The socket's handler, which writes frames as bytes at its place in the pipeline (below
+    /// it only TLS, when configured). Set once, on the loop, before any frame is written.
+    func use(_ writer: WebSocketConnectionHandler?) { wire = writer }
 
     /// The close frame went out: frames still on their way are dropped. On the loop.
     private var closeFrameSent = false
@@ -58,12 +57,10 @@ final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     func closeFrameWritten() { closeFrameSent = true }
 
     /// Writes a frame without flushing; true when this is the first since the last flush.
-    /// `encoded` is `payload` as a whole WebSocket text frame. On `channel.eventLoop` only.
-    func writeOnLoop(payload: ByteBuffer, encoded: ByteBuffer) -> Bool {
+    /// `encoded` is a whole WebSocket text frame. On `channel.eventLoop` only.
+    func writeOnLoop(_ encoded: ByteBuffer) -> Bool {
         guard !closeFrameSent else { return false }
-        if wire?.write(encoded) != true {
-            channel.write(WebSocketFrame(fin: true, opcode: .text, data: payload), promise: nil)
-        }
+        if wire?.write(encoded) != true { channel.write(encoded, promise: nil) }
         defer { needsFlush = true }
         return !needsFlush
     }
