@@ -89,7 +89,11 @@ struct ClusterSoakTests {
                 // Live sockets keep receiving: a sentinel from each node reaches every listener.
                 for (i, listener) in listeners.enumerated() {
                     let sentinel = "after-\(k)-\(node)-\(i)"
-                    _ = try? await listener.request(#"{"op":"pub","route":"\#(room)","body":"\#(sentinel)"}"#, expect: "puback")
+                    try? await listener.send(#"{"op":"pub","route":"\#(room)","body":"\#(sentinel)","cid":"\#(sentinel)"}"#)
+                    let answer = await listener.next { $0["cid"]?.stringValue == sentinel }
+                    if answer?["op"]?.stringValue != "puback" {
+                        log.append("publish of \(sentinel) missed its puback: \(answer.map { "\($0)" } ?? "no answer")")
+                    }
                     for other in listeners {
                         var got: [String] = []
                         while got.last != sentinel, let f = try? await other.next(op: "msg", timeout: .seconds(10)) {
@@ -126,6 +130,9 @@ struct ClusterSoakTests {
         let delivered = await ledger.deliveredPairs(subscribers)
         let lost = acked * subscribers.count - delivered
         for line in faultLog { print("cluster soak: \(line)") }
+        if faultLog.contains(where: { $0.contains("NOT") || $0.contains("missed") }) {
+            for (i, node) in await cluster.nodes.enumerated() { print("cluster soak: Warren node \(i)'s log:\n\(node.process.log)") }
+        }
         print("cluster soak: sent \(await ledger.sent), acked \(acked) (× \(subscribers.count) inboxes), delivered \(delivered), lost \(lost)")
         #expect(faultLog.count == kills && faultLog.allSatisfy { !$0.contains("NOT") && !$0.contains("missed") }, "\(faultLog)")
         #expect(acked >= target)

@@ -119,17 +119,25 @@ final class TestSocket: Sendable {
 
     /// The next frame with `op`; frames of other kinds stay queued for later calls.
     func next(op: String, timeout: Duration = .seconds(20)) async throws -> JSONValue {
+        guard let f = await next(timeout: timeout, where: { $0["op"]?.stringValue == op }) else {
+            throw SocketError(description: "\(name): no '\(op)' frame within \(timeout)")
+        }
+        return f
+    }
+
+    /// The next frame that `matches` (frames passed over are kept for later calls), or nil on timeout.
+    func next(timeout: Duration = .seconds(20), where matches: (JSONValue) -> Bool) async -> JSONValue? {
         if let hit = stash.withLockedValue({ s -> JSONValue? in
-            guard let i = s.firstIndex(where: { $0["op"]?.stringValue == op }) else { return nil }
+            guard let i = s.firstIndex(where: matches) else { return nil }
             return s.remove(at: i)
         }) { return hit }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             guard let f = await framesBox.next(timeout: deadline - ContinuousClock.now) else { break }
-            if f["op"]?.stringValue == op { return f }
+            if matches(f) { return f }
             stash.withLockedValue { $0.append(f) }
         }
-        throw SocketError(description: "\(name): no '\(op)' frame within \(timeout)")
+        return nil
     }
 
     /// Sends a frame and returns the next frame with `op`.
