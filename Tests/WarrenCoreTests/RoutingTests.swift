@@ -186,4 +186,12 @@ func randomWords(_ alphabet: [String], maxCount: Int, using rng: inout Lcg) -> [
         try AccessPolicy.standard.validate()
         #expect(throws: RouteError.self) { try AccessPolicy(subscribe: ["#.{user}..#"], publish: []).validate() }
     }
+
+    @Test func everyPlaceholderIsReplaced() throws {
+        let rules = AccessPolicy(subscribe: ["dm.{user}.{user}", "team-{user}.#", "room.#"], publish: ["{user}"]).resolved(for: "bo-b")
+        #expect(rules.subscribe == [try TopicPattern("dm.bo-b.bo-b"), try TopicPattern("team-bo-b.#"), try TopicPattern("room.#")])
+        #expect(rules.publish == [try TopicPattern("bo-b")])
+        #expect("{user".replacingOccurrences(of: "{user}", with: "x") == "{user")
+        #expect("a{user}".replacingOccurrences(of: "{user}", with: "") == "a")
+    }
 }

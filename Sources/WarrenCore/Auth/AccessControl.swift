@@ -48,29 +48,30 @@ public struct AccessRules: Sendable, Equatable {
 }
 
 extension String {
-    /// Plain substring replacement without Foundation.
+    /// Plain substring replacement without Foundation, byte by byte (run for every rule of every
+    /// connecting user: the character-wise search showed in connect profiles).
     func replacingOccurrences(of target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var rest = Substring(self)
-        while let range = rest.range(of: target) {
-            result += rest[..<range.lowerBound]
-            result += replacement
-            rest = rest[range.upperBound...]
+        let pattern = Array(target.utf8)
+        guard let first = pattern.first else { return self }
+        var source = self
+        return source.withUTF8 { bytes -> String in
+            var result: [UInt8] = []
+            var i = 0
+            var copied = 0
+            while i + pattern.count <= bytes.count {
+                if bytes[i] == first, bytes[i..<(i + pattern.count)].elementsEqual(pattern) {
+                    if result.isEmpty { result.reserveCapacity(bytes.count + replacement.utf8.count) }
+                    result.append(contentsOf: bytes[copied..<i])
+                    result.append(contentsOf: replacement.utf8)
+                    i += pattern.count
+                    copied = i
+                } else {
+                    i += 1
+                }
+            }
+            guard copied > 0 else { return self }
+            result.append(contentsOf: bytes[copied...])
+            return String(decoding: result, as: UTF8.self)
         }
-        result += rest
-        return result
-    }
-}
-
-extension Substring {
-    func range(of target: String) -> Range<Substring.Index>? {
-        guard !target.isEmpty, target.count <= count else { return nil }
-        var i = startIndex
-        while i < endIndex {
-            if self[i...].hasPrefix(target) { return i..<index(i, offsetBy: target.count) }
-            i = index(after: i)
-        }
-        return nil
     }
 }

@@ -154,17 +154,19 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     public func close() async { await stop() }
 
     public func deliver(_ message: AMQPMessage) {
-        let back: (any BrokerChannel)? = state.withLockedValue { $0.stopping ? $0.channel : nil }
+        let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
+        // One lock per delivery: either it goes straight back (a cancel is under way) or its tag is kept.
+        let back: (any BrokerChannel)? = state.withLockedValue { s in
+            if s.stopping, let channel = s.channel { return channel }
+            if let channel = s.channel { s.tags[id] = (message.deliveryTag, channel) }
+            return nil
+        }
         if let back {
             back.nack(message.deliveryTag, multiple: false, requeue: true)
             return
         }
         metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
-        let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
-        state.withLockedValue { s in
-            if let channel = s.channel { s.tags[id] = (message.deliveryTag, channel) }
-        }
         receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, redelivered: message.redelivered,
                                acceptedAt: accepted)
     }
