@@ -123,7 +123,7 @@ struct FakeBridge {
 
     init(limits: BridgeLimits = BridgeLimits(), inbox: InboxSettings = InboxSettings()) async throws {
         let logger = Logger(label: "test")
-        let hub = LiveHub(channel: live, bindChannels: [binds], queue: "warren.live.test", exchange: "chat", metrics: .disabled,
+        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.test", exchange: "chat", metrics: .disabled,
                           logger: logger)
         try await hub.start()
         var limits = limits

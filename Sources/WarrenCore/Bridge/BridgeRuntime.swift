@@ -143,9 +143,7 @@ public final class BridgeRuntime: Sendable {
         try await publishChannel.confirmSelect()
         // The live queue is exclusive to the connection that declared it: its consumer and its
         // bindings stay on that connection.
-        var bindChannels: [any BrokerChannel] = []
-        for _ in 0..<max(1, configuration.amqp.administrationChannels) { bindChannels.append(try await primary.openChannel()) }
-        let hub = LiveHub(channel: try await primary.openChannel(), bindChannels: bindChannels,
+        let hub = LiveHub(channel: try await primary.openChannel(), bindChannel: try await primary.openChannel(),
                           queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange, metrics: metrics, logger: logger)
         try await hub.start()
         let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,

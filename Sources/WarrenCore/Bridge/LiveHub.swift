@@ -54,10 +54,8 @@ public protocol LiveReceiver: AnyObject, Sendable {
 /// local subscriber arrives and unbound after its last leaves. RabbitMQ sends
 /// one copy per node; the hub matches each delivery against a ``TopicTrie``
 /// and hands the same encoded envelope to every matching local subscriber.
-/// Binding changes of one pattern run one at a time, in order, so a subscribe and an
-/// unsubscribe of the same pattern never race on the broker; different patterns are bound
-/// on several channels at once (RabbitMQ creates a channel's bindings one after another,
-/// so a single channel caps a node at one binding per broker round trip).
+/// Binding changes run one at a time, in order, so a subscribe and an
+/// unsubscribe of the same pattern never race on the broker.
 public final class LiveHub: Sendable, AMQPDeliverySink {
     public let queue: String
     let exchange: String
@@ -65,36 +63,22 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// deliveries must not wait behind binding changes (a client churning subscriptions would
     /// otherwise delay every live delivery on the node).
     let channel: any BrokerChannel
-    /// Bind and unbind the live queue's patterns; a pattern always on the same one.
-    let bindShards: [BindShard]
+    /// Binds and unbinds the live queue's patterns.
+    let bindChannel: any BrokerChannel
     let logger: Logger
     let metrics: WarrenMetrics
     let ids = UUIDv7Generator()
     private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
+    private let serial: SerialJobQueue
 
-    /// A channel for binding changes and the queue that runs them in order.
-    struct BindShard: Sendable {
-        let channel: any BrokerChannel
-        let serial = SerialJobQueue()
-    }
-
-    /// `bindChannels` (at least one) carry the binding changes, each pattern's on one of them.
-    public init(channel: any BrokerChannel, bindChannels: [any BrokerChannel], queue: String, exchange: String, metrics: WarrenMetrics,
-                logger: Logger) {
-        precondition(!bindChannels.isEmpty, "LiveHub needs a channel for its bindings")
+    public init(channel: any BrokerChannel, bindChannel: any BrokerChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
         self.metrics = metrics
         self.channel = channel
-        self.bindShards = bindChannels.map { BindShard(channel: $0) }
+        self.bindChannel = bindChannel
         self.queue = queue
         self.exchange = exchange
         self.logger = logger
-    }
-
-    /// The shard that owns `pattern`'s binding (FNV-1a of its bytes).
-    func shard(of pattern: TopicPattern) -> BindShard {
-        var hash: UInt32 = 2_166_136_261
-        for byte in pattern.value.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        return bindShards[Int(hash % UInt32(bindShards.count))]
+        self.serial = SerialJobQueue()
     }
 
     /// Declares the node's queue and starts consuming (no-ack: live is at most once).
@@ -109,11 +93,10 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
 
     /// Adds a live subscription (`subscriber` carries its receiver); returns once its binding is in place.
     public func subscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async throws {
-        let shard = shard(of: pattern)
-        try await shard.serial.run { [self] in
+        try await serial.run { [self] in
             let isFirst = trie.withLockedValue { $0.subscribers(of: pattern).isEmpty }
             if isFirst {
-                try await shard.channel.bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: true)
+                try await bindChannel.bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: true)
             }
             trie.withLockedValue { _ = $0.insert(pattern, subscriber) }
         }
@@ -121,12 +104,11 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
 
     /// Removes a live subscription; the binding goes when its last subscriber does.
     public func unsubscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async {
-        let shard = shard(of: pattern)
-        try? await shard.serial.run { [self] in
+        try? await serial.run { [self] in
             let isLast = trie.withLockedValue { $0.remove(pattern, subscriber) }
             if isLast {
                 do {
-                    try await shard.channel.unbind(queue: queue, exchange: exchange, pattern: pattern.value)
+                    try await bindChannel.unbind(queue: queue, exchange: exchange, pattern: pattern.value)
                 } catch {
                     logger.warning("live unbind failed", metadata: ["error": "\(error)"])
                 }
