@@ -38,9 +38,13 @@ struct Query {
         var count: Int { pairs.count }
         var isEmpty: Bool { pairs.isEmpty }
 
-        /// Adds `value` unless `name` is already there.
+        /// Names kept per query: Warren reads fewer than ten; past this many the rest are
+        /// ignored, so a hostile target of thousands of distinct names costs no quadratic scan.
+        static let limit = 32
+
+        /// Adds `value` unless `name` is already there (or `limit` names are).
         mutating func add(_ name: String, _ value: String) {
-            if self[name] == nil { pairs.append((name, value)) }
+            if pairs.count < Self.limit, self[name] == nil { pairs.append((name, value)) }
         }
     }
 

@@ -17,4 +17,12 @@ struct QueryTests {
         #expect(Query(target: "/v1/poll/abc").items.isEmpty)
         #expect(Query(target: "/v1/poll/abc?").items.isEmpty)
     }
+
+    @Test func keepsAtMostLimitNames() {
+        let target = "/v1/poll/abc?" + (0..<5000).map { "n\($0)=v" }.joined(separator: "&")
+        let q = Query(target: target)
+        #expect(q.items.count == Query.Items.limit)
+        #expect(q.items["n0"] == "v")
+        #expect(q.items["n4999"] == nil)
+    }
 }
