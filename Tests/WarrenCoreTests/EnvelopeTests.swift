@@ -42,6 +42,7 @@ import Testing
     @Test func formatVersionVariantAndOrder() {
         let g = UUIDv7Generator()
         var last = ""
+        var seen = Set<String>()
         for k in 0..<5000 {
             let id = g.next(nowMilliseconds: 1_763_726_400_123 + UInt64(k / 100))
             #expect(id.count == 36)
@@ -50,6 +51,7 @@ import Testing
             #expect(chars[14] == "7")
             #expect("89ab".contains(chars[19]))
             #expect(id > last, "time-ordered")
+            #expect(seen.insert(id).inserted, "unique")
             last = id
         }
         #expect(UUIDv7Generator().next(nowMilliseconds: 1_763_726_400_123).hasPrefix("019aa649-1a7b-7"), "48-bit big-endian milliseconds")

@@ -59,7 +59,39 @@ func randomWords(_ alphabet: [String], maxCount: Int, using rng: inout Lcg) -> [
             let pattern = try TopicPattern(p.joined(separator: "."))
             let key = try RouteKey(k.joined(separator: "."))
             #expect(pattern.matches(key) == oracleMatch(p[...], k[...]), "\(pattern) vs \(key)")
+            #expect(PatternNFA(pattern).accepts(key.words) == oracleMatch(p[...], k[...]), "\(pattern) vs \(key)")
         }
+    }
+
+    /// The byte matcher on words of different lengths sharing prefixes, and on the longest
+    /// patterns and keys (16 words: 17 states, the top bits of the state word).
+    @Test func byteMatcherAgreesWithOracleOnLongWordsAndKeys() throws {
+        var rng = Lcg(state: 7)
+        let alphabet = ["a", "ab", "ba", "abc", "b-_9"]
+        for _ in 0..<3000 {
+            let p = randomWords(alphabet + ["*", "#", "#"], maxCount: 16, using: &rng)
+            let k = randomWords(alphabet, maxCount: 16, using: &rng)
+            let pattern = try TopicPattern(p.joined(separator: "."))
+            let key = try RouteKey(k.joined(separator: "."))
+            #expect(pattern.matches(key) == oracleMatch(p[...], k[...]), "\(pattern) vs \(key)")
+        }
+        let sixteen = Array(repeating: "a", count: 16).joined(separator: ".")
+        #expect(try TopicPattern(sixteen).matches(try RouteKey(sixteen)))
+        #expect(try TopicPattern(Array(repeating: "#", count: 16).joined(separator: ".")).matches(try RouteKey(sixteen)))
+        #expect(try TopicPattern(Array(repeating: "*", count: 16).joined(separator: ".")).matches(try RouteKey(sixteen)))
+        #expect(!(try TopicPattern(Array(repeating: "*", count: 15).joined(separator: ".")).matches(try RouteKey(sixteen))))
+    }
+
+    /// The byte check of a routing key says what ``RouteKey`` says.
+    @Test(arguments: ["alice.bob", "a", "room.lobby-1_x", String(repeating: "a", count: 64), "", "alice..bob", ".a", "a.",
+                      "a.#", "a.*", "a b", "ä", "a/b", String(repeating: "a", count: 65),
+                      Array(repeating: "a", count: 16).joined(separator: "."),
+                      Array(repeating: "a", count: 17).joined(separator: "."),
+                      Array(repeating: String(repeating: "a", count: 60), count: 5).joined(separator: ".")])
+    func byteKeyCheckAgreesWithRouteKey(_ s: String) {
+        var bytes = s
+        let valid = bytes.withUTF8 { TopicMatcher.isValidKey($0) }
+        #expect(valid == ((try? RouteKey(s)) != nil), "\(s)")
     }
 
     /// Every key up to `maxLength` words over the literals plus a fresh word.
@@ -160,6 +192,25 @@ func randomWords(_ alphabet: [String], maxCount: Int, using rng: inout Lcg) -> [
         #expect(c.classify(try RouteKey("group.7")) == "groups")
         #expect(c.classify(try RouteKey("alice.bob")) == "other")
         #expect(c.labels == ["rooms", "groups", "all-rooms-again", "other"])
+        #expect(c.classIndex("room.lobby") == 0)
+        #expect(c.classIndex("group.7") == 1)
+        #expect(c.classIndex("alice.bob") == nil)
+        #expect(c.classIndex("room..lobby") == nil, "not a routing key: other")
+        #expect(c.classIndex("room.#") == nil, "not a routing key: other")
+    }
+
+    @Test func metricsCountEveryKeyUnderItsClassLabel() throws {
+        let c = RouteClassifier([.init(name: "rooms", pattern: try TopicPattern("room.#")),
+                                 .init(name: "rooms", pattern: try TopicPattern("lobby.*")),
+                                 .init(name: "groups", pattern: try TopicPattern("group.#"))])
+        let metrics = WarrenMetrics(classifier: c, registry: nil)
+        #expect(metrics.classes == ["rooms", "rooms", "groups", "other"])
+        // A second class with a label already used counts under the first one's.
+        #expect(metrics.classIndex("room.a") == 0)
+        #expect(metrics.classIndex("lobby.b") == 0)
+        #expect(metrics.classIndex("group.g") == 2)
+        #expect(metrics.classIndex("alice.bob") == 3)
+        #expect(metrics.classIndex("not a key") == 3)
     }
 }
 

@@ -313,7 +313,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         runtime.metrics.delivered(route, frontend, count: 1, bytes: bytes, acceptedAtMilliseconds: acceptedAt)
     }
 
-    public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool, acceptedAt: Int64) {
+    public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, routeClass: RouteClass, redelivered: Bool,
+                             acceptedAt: Int64) {
         // The inbox subscription (by id, the first) whose pattern matches the route; with one
         // inbox subscription — the common case — that one, without parsing the route.
         let subID: String = state.withLockedValue { s in
@@ -332,7 +333,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         }
         let frame = ByteBuffer(bytes: ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered))
         if deliver(frame, inboxID: envelopeID, route: routeKey) {
-            delivered(runtime.metrics.routeClass(routeKey), bytes: frame.readableBytes, acceptedAt: acceptedAt)
+            delivered(routeClass, bytes: frame.readableBytes, acceptedAt: acceptedAt)
         }
     }
 

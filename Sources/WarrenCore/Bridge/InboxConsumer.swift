@@ -28,7 +28,8 @@ public struct InboxSettings: Sendable, Equatable {
 
 /// Receives inbox deliveries for one session.
 public protocol InboxReceiver: AnyObject, Sendable {
-    func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, redelivered: Bool, acceptedAt: Int64)
+    func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, routeClass: RouteClass, redelivered: Bool,
+                      acceptedAt: Int64)
     func inboxEnded(_ error: AMQPError?)
 }
 
@@ -165,10 +166,11 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
             back.nack(message.deliveryTag, multiple: false, requeue: true)
             return
         }
-        metrics.message(message.routingKey, .amqp, .in, bytes: message.body.readableBytes)
+        let routeClass = metrics.routeClass(message.routingKey)
+        metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
-        receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, redelivered: message.redelivered,
-                               acceptedAt: accepted)
+        receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, routeClass: routeClass,
+                               redelivered: message.redelivered, acceptedAt: accepted)
     }
 
     /// The consumer ended: after our own cancel (nil), or by the broker (the queue was deleted,

@@ -22,4 +22,15 @@ public struct RouteClassifier: Sendable {
         for c in classes where c.pattern.matches(key) { return c.name }
         return Self.other
     }
+
+    /// The index in ``classes`` of the first class matching `routingKey`; nil for "other" (no
+    /// class matches, or it is not a valid routing key). Read on the key's bytes, per message:
+    /// no allocation, no cache.
+    public func classIndex(_ routingKey: String) -> Int? {
+        var key = routingKey
+        return key.withUTF8 { k -> Int? in
+            guard TopicMatcher.isValidKey(k) else { return nil }
+            return classes.firstIndex { $0.pattern.matches(validKeyBytes: k) }
+        }
+    }
 }

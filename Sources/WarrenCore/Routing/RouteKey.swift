@@ -84,7 +84,7 @@ public struct TopicPattern: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the pattern matches `key` (AMQP topic semantics).
     public func matches(_ key: RouteKey) -> Bool {
-        PatternNFA(self).accepts(key.words)
+        matches(validKey: key.value)
     }
 
     /// Whether every key this pattern matches is also matched by `other`.
