@@ -30,7 +30,7 @@ enum PollAnswerBody {
     private static func length(_ items: [PollItem], cursorJSON: [UInt8]) -> Int {
         // {"messages":[ … ],"cursor": … }
         var n = 13 + 11 + cursorJSON.count + 1
-        for (k, item) in items.enumerated() { n += (k == 0 ? 1 : 2) + item.answerTail.readableBytes }
+        for (k, item) in items.enumerated() { n += (k == 0 ? 1 : 2) + item.answerTailLength }
         return n
     }
 
@@ -38,7 +38,7 @@ enum PollAnswerBody {
         body.writeStaticString("{\"messages\":[")
         for (k, item) in items.enumerated() {
             body.writeStaticString(k == 0 ? "{" : ",{")
-            body.writeImmutableBuffer(item.answerTail)
+            item.writeAnswerTail(to: &body)
         }
         body.writeStaticString("],\"cursor\":")
         body.writeBytes(cursorJSON)

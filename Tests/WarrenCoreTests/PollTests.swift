@@ -14,7 +14,7 @@ private func item(_ n: Int, inbox: Bool = false) -> PollItem {
 private func numbers(_ items: [PollItem]) -> [Int] {
     items.compactMap { i -> Int? in
         var tail = ByteBuffer(string: "{")
-        tail.writeImmutableBuffer(i.answerTail)
+        i.writeAnswerTail(to: &tail)
         return (try? JSONParser.parse(Array(tail.readableBytesView)))?["env"]?.intValue.map(Int.init)
     }
 }

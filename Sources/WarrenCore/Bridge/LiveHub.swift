@@ -131,28 +131,25 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         }
         if matched.isEmpty { return }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
-        // same bytes go to every socket: no per-socket encoding or copy.
-        var deliveries: [String: LiveDelivery] = [:]
-        var last: LiveDelivery?
-        var lastID = ""
+        // same bytes go to every socket: no per-socket encoding or copy. The delivery in hand
+        // is passed as it is while the id stays the same (no copy of it per socket).
+        func build(_ id: String) -> LiveDelivery {
+            let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
+            return LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted)
+        }
+        var currentID = matched[0].subscriptionID
+        var current = build(currentID)
+        var others: [String: LiveDelivery] = [:]
         // Counted once per message and frontend, not per delivery (no metric lock per socket).
         var counts = FanOutCounts()
         for subscriber in matched {
             guard let receiver = subscriber.receiver else { continue }
-            let id = subscriber.subscriptionID
-            let delivery: LiveDelivery
-            if let last, id == lastID {
-                delivery = last
-            } else if let built = deliveries[id] {
-                delivery = built
-            } else {
-                let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
-                delivery = LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted)
-                deliveries[id] = delivery
+            if subscriber.subscriptionID != currentID {
+                others[currentID] = current
+                currentID = subscriber.subscriptionID
+                current = others.removeValue(forKey: currentID) ?? build(currentID)
             }
-            last = delivery
-            lastID = id
-            if let frontend = receiver.deliverLive(delivery) { counts.add(frontend, bytes: delivery.frame.readableBytes) }
+            if let frontend = receiver.deliverLive(current) { counts.add(frontend, bytes: current.frame.readableBytes) }
         }
         counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
     }

@@ -8,10 +8,15 @@ public struct PollItem: Sendable {
     /// Set for inbox deliveries: leased under the answer's cursor, acked by it.
     public let inboxID: String?
 
-    /// The frame's bytes after `{"op":"msg",`: an answer's item is `{` followed by these, so
-    /// the frame is sliced, not copied or re-encoded.
-    public var answerTail: ByteBuffer {
+    /// The length of the frame's bytes after `{"op":"msg",`: an answer's item is `{` followed
+    /// by those bytes, so the frame is copied into the answer, not re-encoded.
+    public var answerTailLength: Int { max(0, frame.readableBytes - ServerFrame.messagePrefix.utf8CodeUnitCount) }
+
+    /// Appends the frame's bytes after `{"op":"msg",` to `buffer` (no slice made).
+    public func writeAnswerTail(to buffer: inout ByteBuffer) {
         let skip = ServerFrame.messagePrefix.utf8CodeUnitCount
-        return frame.getSlice(at: frame.readerIndex + skip, length: frame.readableBytes - skip) ?? ByteBuffer()
+        frame.withUnsafeReadableBytes { bytes in
+            if bytes.count > skip { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[skip...])) }
+        }
     }
 }
