@@ -93,17 +93,20 @@ struct RawRequestHead: Equatable, Sendable {
 
     /// The index just past the first CR LF CR LF, if it is within `limit` bytes.
     private static func headEnd(_ bytes: ByteBufferView, limit: Int) -> Int? {
-        var i = bytes.startIndex
-        let last = min(bytes.endIndex, bytes.startIndex + limit)
-        while i + 3 < last {
-            if bytes[i + 3] != 10 {  // the fourth byte of CR LF CR LF is LF
+        // On the buffer's contiguous bytes (a view's subscript checks its bounds per byte).
+        bytes.withContiguousStorageIfAvailable { p -> Int? in
+            var i = 0
+            let last = min(p.count, limit)
+            while i + 3 < last {
+                if p[i + 3] != 10 {  // the fourth byte of CR LF CR LF is LF
+                    i += 1
+                    continue
+                }
+                if p[i] == 13, p[i + 1] == 10, p[i + 2] == 13 { return bytes.startIndex + i + 4 }
                 i += 1
-                continue
             }
-            if bytes[i] == 13, bytes[i + 1] == 10, bytes[i + 2] == 13 { return i + 4 }
-            i += 1
-        }
-        return nil
+            return nil
+        } ?? nil
     }
 
     private static func parseRequestLine(_ line: ByteBufferView.SubSequence) -> (method: Method, target: String)? {
@@ -111,7 +114,9 @@ struct RawRequestHead: Equatable, Sendable {
               let lastSpace = line.lastIndex(of: UInt8(ascii: " ")), lastSpace > firstSpace + 1 else { return nil }
         guard line[(lastSpace + 1)...].elementsEqual("HTTP/1.1".utf8) else { return nil }
         let target = line[(firstSpace + 1)..<lastSpace]
-        guard target.first == UInt8(ascii: "/"), target.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
+        guard target.first == UInt8(ascii: "/"),
+              target.withContiguousStorageIfAvailable({ $0.allSatisfy { $0 > 32 && $0 < 127 } }) ?? target.allSatisfy({ $0 > 32 && $0 < 127 })
+        else { return nil }
         let method: Method
         switch line[line.startIndex..<firstSpace] {
         case let m where m.elementsEqual("GET".utf8): method = .get

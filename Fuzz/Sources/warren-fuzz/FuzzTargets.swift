@@ -55,8 +55,13 @@ enum FuzzTarget: String, CaseIterable {
         let parts = bytes.split(separator: UInt8(ascii: "\n"), maxSplits: 2, omittingEmptySubsequences: false)
             .map { String(decoding: $0, as: UTF8.self) }
         guard let pattern = try? TopicPattern(parts[0]) else { return }
-        if parts.count > 1, let key = try? RouteKey(parts[1]) {
-            _ = pattern.matches(key)
+        if parts.count > 1 {
+            // A route's class is read on the raw key's bytes: it must agree with a parsed key.
+            let key = try? RouteKey(parts[1])
+            let classed = RouteClassifier([.init(name: "c", pattern: pattern)]).classIndex(parts[1]) == 0
+            if classed != (key.map(pattern.matches) ?? false) {
+                fatalError("\(pattern) classes \(parts[1]) as \(classed) but the parsed key says otherwise")
+            }
         }
         if parts.count > 2, let other = try? TopicPattern(parts[2]) {
             // Containment must be consistent with matching: if pattern ⊆ other, any key that

@@ -42,9 +42,21 @@ public struct RouteKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `s` is one valid word (user names and device names are words too).
-    public static func isValidWord(_ s: some StringProtocol) -> Bool {
-        let n = s.utf8.count
-        return n >= 1 && n <= maxWordBytes && s.utf8.allSatisfy(isWordByte)
+    /// Concrete, not generic over `StringProtocol`: called from other modules on every request,
+    /// a generic one ran unspecialized (type metadata looked up per call: 2.7 % of Warren's
+    /// samples in the `poll` benchmark).
+    public static func isValidWord(_ s: String) -> Bool {
+        var s = s
+        return s.withUTF8(isValidWord(bytes:))
+    }
+
+    public static func isValidWord(_ s: Substring) -> Bool {
+        var s = s
+        return s.withUTF8(isValidWord(bytes:))
+    }
+
+    static func isValidWord(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.count >= 1 && bytes.count <= maxWordBytes && bytes.allSatisfy(isWordByte)
     }
 
     static func split(_ value: String, allowWildcards: Bool) throws(RouteError) -> [Substring] {
