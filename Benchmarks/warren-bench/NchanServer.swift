@@ -12,14 +12,26 @@ final class NchanServer: MeasuredServer {
     let port: Int
     let prefix: String
 
-    /// `apt-get install nginx-light libnginx-mod-nchan` provides these.
+    /// `apt-get install nginx-light libnginx-mod-nchan` (`scripts/nchan.sh install`) provides these.
     static let binary = "/usr/sbin/nginx"
     static let module = "/usr/lib/nginx/modules/ngx_nchan_module.so"
 
+    static var installed: Bool {
+        FileManager.default.isExecutableFile(atPath: binary) && FileManager.default.fileExists(atPath: module)
+    }
+
     init(port: Int, log: String) throws {
         self.port = port
-        guard FileManager.default.isExecutableFile(atPath: Self.binary), FileManager.default.fileExists(atPath: Self.module) else {
-            throw BenchError.warren("Nchan is not installed: apt-get install nginx-light libnginx-mod-nchan")
+        if !Self.installed {
+            // Installed with apt-get when missing, as scripts/rabbitmq.sh does for the broker.
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "scripts/nchan.sh")
+            p.arguments = ["install"]
+            try? p.run()
+            p.waitUntilExit()
+        }
+        guard Self.installed else {
+            throw BenchError.warren("Nchan is not installed and scripts/nchan.sh install failed (run from the repository's root)")
         }
         guard LoopbackHTTP.status(port: port, path: "/") == nil else {
             throw BenchError.warren("something already listens on 127.0.0.1:\(port)")
