@@ -17,11 +17,16 @@ final class PollConnectionContext: Sendable {
         self.cors = cors
         self.idleTimeout = idleTimeout
         self.webSockets = webSockets
+        self.authenticator = routes.authenticator
+        self.maxBatch = routes.configuration.poll.maxBatch
+        self.maxBodyBytes = routes.support.maxBodyBytes
     }
 
-    var authenticator: Authenticator { routes.authenticator }
-    var maxBatch: Int { routes.configuration.poll.maxBatch }
-    var maxBodyBytes: Int { routes.support.maxBodyBytes }
+    // Kept here once: read through `routes` per request, each was a copy of a struct holding
+    // the whole configuration (an outlined copy and destroy showed in the poll profile).
+    let authenticator: Authenticator
+    let maxBatch: Int
+    let maxBodyBytes: Int
     /// The node's poll service, nil while the broker link is not up or the node drains.
     func service() -> PollService? { routes.readyService() }
 }

@@ -59,6 +59,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var idleTimer: Scheduled<Void>?
     private var lastActive = NIODeadline.now()
     private var gate: ConnectionTaskGate?
+    private var gateTold = false
     /// ``takeRequests(_:)`` is running (an answer written from inside it must not re-enter it).
     private var taking = false
 
@@ -134,7 +135,11 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if pending.readableBytes == 0 { pending = ByteBuffer() }
             current = (head, bytes)
             lastActive = .now()
-            gate?.servedBelow()
+            if !gateTold {
+                // Only the first request decides (later calls change nothing, and each took a lock).
+                gateTold = true
+                gate?.servedBelow()
+            }
             switch taken {
             case .poll(let session): serve(context, head, session: session, prepared: false)
             case .create:

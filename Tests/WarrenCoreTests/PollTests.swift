@@ -103,6 +103,19 @@ struct PollBufferTests {
         #expect(b.removeWaitingInbox() == ["i2"])
         #expect(numbers(b.take(max: 10)) == [1, 3])
     }
+
+    @Test func aCursorIsReadOnlyWhenThisNodeMadeIt() {
+        #expect(PollService.sequence(of: "node-a.17", node: "node-a") == 17)
+        #expect(PollService.sequence(of: "node.a.0", node: "node.a") == 0)
+        #expect(PollService.sequence(of: "node-b.17", node: "node-a") == nil)
+        #expect(PollService.sequence(of: "node-a.", node: "node-a") == nil)
+        #expect(PollService.sequence(of: "node-a.+1", node: "node-a") == nil)
+        #expect(PollService.sequence(of: "node-a.1x", node: "node-a") == nil)
+        #expect(PollService.sequence(of: "node-a17", node: "node-a") == nil)
+        #expect(PollService.sequence(of: "node-a.18446744073709551615", node: "node-a") == UInt64.max)
+        #expect(PollService.sequence(of: "node-a.18446744073709551616", node: "node-a") == nil)
+        #expect(PollService.sequence(of: "", node: "") == nil)
+    }
 }
 
 @Suite("Poll sessions on a fake broker")

@@ -106,9 +106,27 @@ public final class PollService: Sendable {
     }
 
     private func ack(_ cursor: String, on session: PollSession) {
-        guard let dot = cursor.lastIndex(of: "."), cursor[..<dot] == nodeID,
-              let seq = UInt64(cursor[cursor.index(after: dot)...]) else { return }
+        guard let seq = Self.sequence(of: cursor, node: nodeID) else { return }
         for id in session.output.withBuffer({ $0.ack(upTo: seq) }) { session.client.ackInbox(envelopeID: id) }
+    }
+
+    /// The answer sequence number in a cursor `<node>.<seq>` made by `node`; nil for another
+    /// node's cursor or anything malformed. Read on the raw bytes (every poll sends one).
+    static func sequence(of cursor: String, node: String) -> UInt64? {
+        var cursor = cursor
+        return cursor.withUTF8 { b -> UInt64? in
+            guard let dot = b.lastIndex(of: UInt8(ascii: ".")), dot + 1 < b.count,
+                  node.utf8.elementsEqual(UnsafeBufferPointer(rebasing: b[..<dot])) else { return nil }
+            var seq: UInt64 = 0
+            for byte in b[(dot + 1)...] {
+                guard byte >= 48, byte <= 57 else { return nil }
+                let (times10, o1) = seq.multipliedReportingOverflow(by: 10)
+                let (sum, o2) = times10.addingReportingOverflow(UInt64(byte - 48))
+                guard !o1, !o2 else { return nil }
+                seq = sum
+            }
+            return seq
+        }
     }
 
     // MARK: polling

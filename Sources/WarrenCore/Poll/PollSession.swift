@@ -25,9 +25,11 @@ final class PollSession: Sendable {
         self.client = client
         self.output = output
         self.activity = NIOLockedValueBox(Activity(lastSeen: now))
+        self.hasInbox = descriptor.subscriptions.contains { $0.mode == SubscriptionMode.inbox.rawValue }
     }
 
-    var hasInbox: Bool { descriptor.subscriptions.contains { $0.mode == SubscriptionMode.inbox.rawValue } }
+    /// One of its subscriptions is an inbox (asked at every poll: kept, not searched for).
+    let hasInbox: Bool
 
     /// A poll starts here; false if the session has ended meanwhile.
     func pollStarted() -> Bool {
