@@ -176,7 +176,12 @@ let package = Package(
         // The HTTP frontend's pieces that need no sockets (the poll path's request parser, the task gate).
         .testTarget(
             name: "WarrenHTTPTests",
-            dependencies: ["WarrenHTTP", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "WarrenHTTP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "WarrenStoreTests",

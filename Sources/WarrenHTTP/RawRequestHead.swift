@@ -88,7 +88,9 @@ struct RawRequestHead: Equatable, Sendable {
             case 13 where equalsLowercase(name, "authorization"):
                 result.authorization = String(decoding: value, as: UTF8.self)
             case 14 where equalsLowercase(name, "content-length"):
-                guard !sawLength, !value.isEmpty, value.count <= 18, value.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return .other }
+                // Digits only, spaces around them (NIO's parser refuses a tab there, so this does too).
+                guard !sawLength, !value.isEmpty, value.count <= 18, value.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+                      !line[(colon + 1)...].contains(9) else { return .other }
                 sawLength = true
                 result.contentLength = value.reduce(0) { $0 * 10 + Int($1 - 48) }
             default:
@@ -168,8 +170,13 @@ struct RawRequestHead: Equatable, Sendable {
                 defer { rest = rest[rest.endIndex...] }
                 return rest
             }
+            guard cr + 1 < rest.endIndex, rest[cr + 1] == 10 else {
+                // A CR not followed by LF: the line is given with its CR, which no check passes.
+                defer { rest = rest[rest.endIndex...] }
+                return rest[rest.startIndex...cr]
+            }
             let line = rest[rest.startIndex..<cr]
-            rest = rest[min(cr + 2, rest.endIndex)...]
+            rest = rest[(cr + 2)...]
             return line
         }
     }

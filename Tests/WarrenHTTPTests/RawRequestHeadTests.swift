@@ -56,6 +56,10 @@ struct RawRequestHeadTests {
         "G(T /v1/poll/a HTTP/1.1\r\n\r\n",
         "GET /v1/poll/a\u{7f} HTTP/1.1\r\n\r\n",
         "\r\n\r\n",
+        // Found by the agreement test with NIO's parser: a bare CR taken as a line end, a tab in a length.
+        "GET /v1/poll/a HTTP/1.1\rHost: x\r\n\r\n",
+        "GET /v1/poll/a HTTP/1.1\r\nHost: x\rOrigin: y\r\n\r\n",
+        "POST /v1/poll HTTP/1.1\r\nContent-Length: 1\t\r\n\r\nx",
     ])
     func handsOnWhatItIsNotSureOf(_ text: String) {
         #expect(parse(text) == .other)

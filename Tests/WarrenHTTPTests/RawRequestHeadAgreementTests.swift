@@ -1,0 +1,115 @@
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Testing
+@testable import WarrenHTTP
+
+/// The poll path reads a request's head by hand (``RawRequestHead``) and frames the request
+/// by what it read; whatever it does not take goes to NIO's HTTP/1 parser behind hummingbird.
+/// Both must agree on every request the raw reader takes, or a request could be framed one
+/// way here and another way there (a body read as the next request). Checked on thousands
+/// of requests made by mutating valid ones byte by byte, from a fixed seed.
+@Suite("The raw request reader agrees with NIO's HTTP/1 parser")
+struct RawRequestHeadAgreementTests {
+    static let seeds = [
+        "GET /v1/poll/abc?wait=25&max=10&user=u HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        "POST /v1/poll HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"a\":\"bcde\"}",
+        "POST /v1/messages?user=a HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\nAuthorization: Bearer t\r\n\r\n{}",
+        "GET /v1/ws?user=a HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        "DELETE /v1/poll/abc HTTP/1.1\r\nOrigin: http://a\r\nX-Thing:\tv \r\n\r\n",
+    ]
+    /// Bytes a mutation inserts or substitutes: the ones HTTP framing turns on, and some it forbids.
+    static let alphabet: [UInt8] = Array(" \t\r\n:;,/?=&%+-_.0123456789aAzZ\u{7f}".utf8) + [0, 1, 0x80, 0xff]
+    static let names = ["Content-Length", "Transfer-Encoding", "content-length", "Expect", "Connection", "Upgrade", "Host", " Host", "Host "]
+
+    @Test func onEveryHeadItTakes() throws {
+        var rng = SplitMix64(seed: 0x5eed_cafe)
+        var taken = 0
+        for round in 0..<6_000 {
+            var bytes = Array(Self.seeds[round % Self.seeds.count].utf8)
+            for _ in 0...(rng.next() % 4) { Self.mutate(&bytes, &rng) }
+            guard case .head(let head) = RawRequestHead.parse(ByteBuffer(bytes: bytes).readableBytesView) else { continue }
+            taken += 1
+            try Self.expectAgreement(head, bytes)
+        }
+        // The mutations must leave many heads the reader takes, or the check checks nothing.
+        #expect(taken > 1_000)
+    }
+
+    static func mutate(_ bytes: inout [UInt8], _ rng: inout SplitMix64) {
+        let at = Int(rng.next() % UInt64(bytes.count + 1))
+        switch rng.next() % 5 {
+        case 0 where at < bytes.count:
+            bytes[at] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+        case 1:
+            bytes.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: at)
+        case 2 where at < bytes.count:
+            bytes.remove(at: at)
+        case 3:
+            // A whole field after the request line.
+            guard let lineEnd = bytes.firstIndex(of: 10) else { return }
+            let value = ["5", "0", "chunked", "close", "1, 2", "+3", "", " 7 "][Int(rng.next() % 8)]
+            bytes.insert(contentsOf: Array("\(names[Int(rng.next() % UInt64(names.count))]): \(value)\r\n".utf8), at: lineEnd + 1)
+        default:
+            // Bytes after the head: a body, or a next request.
+            bytes.append(contentsOf: Array("xyzGET / HTTP/1.1\r\n\r\n".utf8.prefix(Int(rng.next() % 22))))
+        }
+    }
+
+    /// NIO's parser, fed the same bytes, reads the same method, target and body length, and
+    /// finds the head to end where the raw reader says it does.
+    static func expectAgreement(_ head: RawRequestHead, _ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self).debugDescription
+        // Methods the poll path never takes go to the full parser whatever it makes of them.
+        guard head.method != .other else { return }
+        let channel = EmbeddedChannel(handler: ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .fireError)))
+        defer { _ = try? channel.finish() }
+        // Exactly the head and the body the raw reader framed: NIO must read one whole request from it.
+        let framed = Array(bytes.prefix(head.length + head.contentLength))
+        guard framed.count == head.length + head.contentLength else { return }  // the body is not all here yet
+        do {
+            try channel.writeInbound(ByteBuffer(bytes: framed))
+        } catch {
+            Issue.record("NIO refused a head the raw reader took (\(error)): \(text)")
+            return
+        }
+        guard case .head(let nio) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+            Issue.record("NIO read no head where the raw reader took one: \(text)")
+            return
+        }
+        let method: RawRequestHead.Method = switch nio.method {
+        case .GET: .get
+        case .POST: .post
+        case .DELETE: .delete
+        default: .other
+        }
+        #expect(method == head.method, "\(text)")
+        #expect(nio.uri == head.target, "\(text)")
+        #expect(nio.version == .http1_1, "\(text)")
+        var body = 0
+        var ended = false
+        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
+            switch part {
+            case .body(let b): body += b.readableBytes
+            case .end: ended = true
+            case .head: Issue.record("a second head inside what the raw reader framed as one request: \(text)")
+            }
+        }
+        #expect(ended, "NIO did not end the request where the raw reader did: \(text)")
+        #expect(body == head.contentLength, "\(text)")
+        #expect(nio.headers.contains(name: "connection") ? true : !head.close, "\(text)")
+    }
+}
+
+/// A small deterministic generator (the test must replay the same inputs every run).
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
