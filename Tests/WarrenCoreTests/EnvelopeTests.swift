@@ -36,6 +36,26 @@ import Testing
         w.string(s)
         #expect(try JSONParser.parse(w.bytes) == .string(s))
     }
+
+    @Test func everyControlAndASCIICharacterRoundTripsInRunsAndAlone() throws {
+        let all = String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)
+        for s in [all, "", "\"", "plain", "a\u{1f}", "\u{0}z", String(repeating: "ab\"", count: 300) + "é"] {
+            var w = JSONWriter()
+            w.string(s)
+            #expect(try JSONParser.parse(w.bytes) == .string(s))
+        }
+        var w = JSONWriter()
+        w.string("\u{01}\u{1f}\t")
+        #expect(String(decoding: w.bytes, as: UTF8.self) == #""\u0001\u001f\t""#)
+    }
+
+    @Test func integersAreWrittenAsTheirDecimalText() {
+        for v: Int64 in [0, 7, -7, 10, 1_763_726_400_123, .max, .min] {
+            var w = JSONWriter()
+            w.int(v)
+            #expect(String(decoding: w.bytes, as: UTF8.self) == String(v))
+        }
+    }
 }
 
 @Suite struct UUIDv7Tests {
@@ -133,6 +153,14 @@ import Testing
         #expect(e.body == .object([(key: "base64", value: .string("/wD+"))]))
         #expect(e.from == "amqp")
         #expect(EnvelopeAMQPMapping.base64(Array("hello".utf8)) == "aGVsbG8=")
+        // Valid UTF-8 is text; anything invalid (however it would be repaired) is not.
+        for valid in ["", "plain", "é😀\u{0}", String(repeating: "ü", count: 500)] {
+            #expect(EnvelopeAMQPMapping.text(ByteBuffer(string: valid).readableBytesView) == valid)
+        }
+        for invalid: [UInt8] in [[0xFF], [0xC3], [0xE0, 0xA0], [0xED, 0xA0, 0x80], [0x61, 0xF4, 0x90, 0x80, 0x80], [0xC0, 0xAF],
+                                 [0xEF, 0xBF, 0xBD, 0xFF]] {
+            #expect(EnvelopeAMQPMapping.text(ByteBuffer(bytes: invalid).readableBytesView) == nil)
+        }
     }
 
     @Test func anEnvelopeBodyKeepsItsFields() throws {

@@ -141,9 +141,11 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
     /// Runs `body` on channel `id`'s state machine where it lives in `channels`; nil when there
     /// is no such channel. Copying a machine out and storing it back would make its buffers
     /// shared for the mutation, and so copied: O(unconfirmed publishes) per publish and confirm.
+    /// One lookup, no copy (`channels[id] != nil` copied the whole machine out to test it: a
+    /// copy and a destroy per frame read, 1.3 % of Warren's samples in the inbox benchmark).
     private func withChannel<R>(_ id: UInt16, _ body: (inout ChannelStateMachine) -> R) -> R? {
-        guard channels[id] != nil else { return nil }
-        return body(&channels[id]!)
+        guard let index = channels.index(forKey: id) else { return nil }
+        return body(&channels.values[index])
     }
 
     // MARK: outbound commands

@@ -85,8 +85,20 @@ public enum EnvelopeAMQPMapping {
            let json = try? JSONParser.parse(bytes) {
             return json
         }
-        if let text = String(validating: bytes, as: UTF8.self) { return .string(text) }
+        if let text = text(bytes) { return .string(text) }
         return .object([(key: "base64", value: .string(base64(bytes)))])
+    }
+
+    /// `bytes` as a string when they are valid UTF-8. Decoded from the contiguous bytes (the
+    /// generic `String(validating:)` on a buffer view ran unspecialized, looking up type
+    /// metadata per message) and compared with them: decoding repairs invalid UTF-8, so the
+    /// result equals the input exactly when it was valid.
+    static func text(_ bytes: ByteBufferView) -> String? {
+        bytes.withContiguousStorageIfAvailable { raw -> String? in
+            let text = String(decoding: raw, as: UTF8.self)
+            var copy = text
+            return copy.withUTF8 { $0.count == raw.count && $0.elementsEqual(raw) } ? text : nil
+        } ?? String(validating: bytes, as: UTF8.self)
     }
 
     static func base64(_ bytes: some Collection<UInt8>) -> String {

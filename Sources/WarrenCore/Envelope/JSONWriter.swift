@@ -12,26 +12,56 @@ public struct JSONWriter {
     public mutating func json(_ encoded: some Sequence<UInt8>) { bytes.append(contentsOf: encoded) }
 
     public mutating func string(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case 0x0A: raw("\\n")
-            case 0x0D: raw("\\r")
-            case 0x09: raw("\\t")
-            case 0..<0x20:
-                raw("\\u00")
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(hex[Int(b >> 4)])
-                bytes.append(hex[Int(b & 0xF)])
-            default: bytes.append(b)
+        var s = s
+        s.withUTF8 { utf8 in
+            bytes.reserveCapacity(bytes.count + utf8.count + 2)
+            bytes.append(UInt8(ascii: "\""))
+            // Runs that need no escaping are copied whole (byte by byte, each append checked
+            // capacity and uniqueness: a message body is most of an envelope).
+            var run = 0
+            for i in 0..<utf8.count {
+                let b = utf8[i]
+                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+                if run < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<i])) }
+                escape(b)
+                run = i + 1
             }
+            if run < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...])) }
+            bytes.append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
-    public mutating func int(_ v: Int64) { bytes.append(contentsOf: Array(String(v).utf8)) }
+    private mutating func escape(_ b: UInt8) {
+        switch b {
+        case UInt8(ascii: "\""): raw("\\\"")
+        case UInt8(ascii: "\\"): raw("\\\\")
+        case 0x0A: raw("\\n")
+        case 0x0D: raw("\\r")
+        case 0x09: raw("\\t")
+        default:
+            raw("\\u00")
+            let hex: StaticString = "0123456789abcdef"
+            bytes.append(hex.utf8Start[Int(b >> 4)])
+            bytes.append(hex.utf8Start[Int(b & 0xF)])
+        }
+    }
+
+    public mutating func int(_ v: Int64) {
+        // Digits written straight in (no String, no array per number).
+        if v == 0 { return bytes.append(UInt8(ascii: "0")) }
+        if v < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = v.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: Int64's 19 digits fit
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            while magnitude > 0 {
+                d[n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                n += 1
+            }
+            for k in stride(from: n - 1, through: 0, by: -1) { bytes.append(d[k]) }
+        }
+    }
 
     public mutating func value(_ v: JSONValue) {
         switch v {
