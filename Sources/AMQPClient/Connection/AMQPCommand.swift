@@ -9,6 +9,9 @@ enum AMQPCommand: Sendable {
     case send(channel: UInt16, AMQPMethod)
     case closeChannel(UInt16, EventLoopPromise<RPCResponse>)
     case close(EventLoopPromise<Void>)
+    /// Commands gathered on another thread during one tick (a batch of acks), taken in order in
+    /// one pass through the pipeline instead of one each.
+    case batch([AMQPCommand])
 }
 
 /// Callbacks from a link to the object that owns it, run on the event loop.

@@ -151,10 +151,15 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
     // MARK: outbound commands
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let command = unwrapOutboundIn(data)
         promise?.succeed(())
+        take(unwrapOutboundIn(data), context: context)
+    }
+
+    private func take(_ command: AMQPCommand, context: ChannelHandlerContext) {
         let notOpen: AMQPError = finalError ?? .notConnected
         switch command {
+        case .batch(let commands):
+            for command in commands { take(command, context: context) }
         case .openChannel(let id, let p):
             guard connection.isOpen else { return p.fail(notOpen) }
             if let existing = channels[id], !existing.isClosed { return p.fail(AMQPError.invalidArgument("channel \(id) is in use")) }
@@ -234,7 +239,7 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
         case .none:
             break
         case .send(let frame):
-            if let context { write([frame], context: context) }
+            if let context { write(frame, context: context) }
         case .sendPublish(let frames, let completeOnWrite):
             guard let context else { completeOnWrite?.fail(AMQPError.notConnected); return }
             if case .send(let out) = connection.outboundPublish(frames) { write(out, context: context) }
@@ -275,16 +280,18 @@ final class AMQPConnectionHandler: ChannelDuplexHandler {
     // MARK: writing
 
     private func write(_ frames: [AMQPFrame], context: ChannelHandlerContext) {
-        guard !frames.isEmpty else { return }
-        for frame in frames {
-            let mark = writeBuffer.writerIndex
-            do {
-                try frame.encode(into: &writeBuffer)
-            } catch {
-                // Arguments are validated before they reach us; this is a bug, not input.
-                writeBuffer.moveWriterIndex(to: mark)
-                logger.error("AMQP frame could not be encoded", metadata: ["error": "\(error)"])
-            }
+        for frame in frames { write(frame, context: context) }
+    }
+
+    /// One frame into the write buffer (no array for the one frame of an ack or a reply).
+    private func write(_ frame: AMQPFrame, context: ChannelHandlerContext) {
+        let mark = writeBuffer.writerIndex
+        do {
+            try frame.encode(into: &writeBuffer)
+        } catch {
+            // Arguments are validated before they reach us; this is a bug, not input.
+            writeBuffer.moveWriterIndex(to: mark)
+            logger.error("AMQP frame could not be encoded", metadata: ["error": "\(error)"])
         }
         needsFlush = true
     }

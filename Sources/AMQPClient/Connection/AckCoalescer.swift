@@ -59,7 +59,8 @@ final class AckCoalescer: @unchecked Sendable {
         remote.removeAll(keepingCapacity: true)
         for (link, commands) in batches {
             link.eventLoop.execute {
-                for command in commands { link.write(command, promise: nil) }
+                // One pass through the link's pipeline for the whole tick's commands.
+                link.write(commands.count == 1 ? commands[0] : AMQPCommand.batch(commands), promise: nil)
                 link.flush()
             }
         }
