@@ -163,6 +163,7 @@ let package = Package(
             name: "AMQPClientTests",
             dependencies: [
                 "AMQPClient",
+                "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -178,6 +179,7 @@ let package = Package(
             name: "WarrenHTTPTests",
             dependencies: [
                 "WarrenHTTP",
+                "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -192,7 +194,7 @@ let package = Package(
             dependencies: ["WarrenBenchKit", .product(name: "NIOCore", package: "swift-nio")]
         ),
         // Broker-backed tests: need the local RabbitMQ (scripts/rabbitmq.sh).
-        // Helpers shared by the broker-backed targets.
+        // Helpers shared by the test targets (the broker-backed ones' rabbitmqctl, a seeded generator).
         .target(
             name: "TestSupport",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")],

@@ -1,21 +1,11 @@
 @testable import AMQPClient
 import NIOCore
 import Testing
+import TestSupport
 
 /// Random, truncated and corrupted input must end in a frame, "need more bytes" or a
 /// typed error: never a crash, never a loop that does not end.
 @Suite struct FrameFuzzTests {
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Decodes until the input is used up or an error; counts the outcomes.
     static func run(_ bytes: [UInt8]) -> (frames: Int, error: AMQPProtocolError?) {
         var buffer = ByteBuffer(bytes: bytes)
@@ -44,7 +34,7 @@ import Testing
     }
 
     @Test func randomBytes() {
-        var rng = SplitMix(state: 1)
+        var rng = SplitMix(seed: 1)
         var errors = 0
         for _ in 0..<3000 {
             let count = Int.random(in: 0..<300, using: &rng)
@@ -56,7 +46,7 @@ import Testing
 
     @Test func corruptedValidFrames() throws {
         let wire = try Self.validWire()
-        var rng = SplitMix(state: 2)
+        var rng = SplitMix(seed: 2)
         var outcomes = (clean: 0, errors: 0)
         for _ in 0..<3000 {
             var bytes = wire
@@ -93,7 +83,7 @@ import Testing
 
     @Test func truncatedStreamIsNeedMoreNotError() throws {
         let wire = try Self.validWire()
-        var rng = SplitMix(state: 3)
+        var rng = SplitMix(seed: 3)
         for _ in 0..<500 {
             let cut = Int.random(in: 0..<wire.count, using: &rng)
             let (_, error) = Self.run(Array(wire[..<cut]))

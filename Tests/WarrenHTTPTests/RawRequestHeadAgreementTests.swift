@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
+import TestSupport
 @testable import WarrenHTTP
 
 /// The poll path reads a request's head by hand (``RawRequestHead``) and frames the request
@@ -23,7 +24,7 @@ struct RawRequestHeadAgreementTests {
     static let names = ["Content-Length", "Transfer-Encoding", "content-length", "Expect", "Connection", "Upgrade", "Host", " Host", "Host "]
 
     @Test func onEveryHeadItTakes() throws {
-        var rng = SplitMix64(seed: 0x5eed_cafe)
+        var rng = SplitMix(seed: 0x5eed_cafe)
         var taken = 0
         for round in 0..<6_000 {
             var bytes = Array(Self.seeds[round % Self.seeds.count].utf8)
@@ -36,7 +37,7 @@ struct RawRequestHeadAgreementTests {
         #expect(taken > 1_000)
     }
 
-    static func mutate(_ bytes: inout [UInt8], _ rng: inout SplitMix64) {
+    static func mutate(_ bytes: inout [UInt8], _ rng: inout SplitMix) {
         let at = Int(rng.next() % UInt64(bytes.count + 1))
         switch rng.next() % 5 {
         case 0 where at < bytes.count:
@@ -98,18 +99,5 @@ struct RawRequestHeadAgreementTests {
         #expect(ended, "NIO did not end the request where the raw reader did: \(text)")
         #expect(body == head.contentLength, "\(text)")
         #expect(nio.headers.contains(name: "connection") ? true : !head.close, "\(text)")
-    }
-}
-
-/// A small deterministic generator (the test must replay the same inputs every run).
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
