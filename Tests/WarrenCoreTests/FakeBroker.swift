@@ -121,10 +121,10 @@ struct FakeBridge {
     let publish = FakeChannel("publish")
     let runtime: BridgeRuntime
 
-    init(limits: BridgeLimits = BridgeLimits(), inbox: InboxSettings = InboxSettings()) async throws {
+    init(limits: BridgeLimits = BridgeLimits(), inbox: InboxSettings = InboxSettings(), liveBindAllAfter: Int = 0) async throws {
         let logger = Logger(label: "test")
-        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.test", exchange: "chat", metrics: .disabled,
-                          logger: logger)
+        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.test", exchange: "chat",
+                          bindAllAfter: liveBindAllAfter, metrics: .disabled, logger: logger)
         try await hub.start()
         var limits = limits
         limits.publishRate = 0

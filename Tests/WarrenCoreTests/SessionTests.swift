@@ -66,6 +66,43 @@ struct SessionTests {
         await a.end()
     }
 
+    /// Past `live_bind_all_after` distinct patterns the live queue is bound with `#` once and
+    /// later subscriptions need no broker call; what they match is still delivered to them
+    /// alone. Below half the limit the patterns are bound on their own again and `#` goes.
+    @Test func pastTheLimitTheLiveQueueIsBoundWithHashOnce() async throws {
+        let bridge = try await FakeBridge(liveBindAllAfter: 4)
+        var sessions: [(ClientSession, RecordingOutput)] = []
+        for i in 0..<8 {
+            let out = RecordingOutput()
+            let s = session(bridge, "u\(i)", out)
+            await s.handle(frame(#"{"op":"sub","id":"r","pattern":"room.\#(i)"}"#))
+            #expect(out.json.last?["op"]?.stringValue == "subscribed")
+            sessions.append((s, out))
+        }
+        #expect(bridge.binds.calls == (0..<4).map { "bind warren.live.test room.\($0)" } + ["bind warren.live.test #"])
+        #expect(bridge.runtime.hub.currentBindings.all)
+        // Matched here: each message reaches its own room's subscriber only; one no local
+        // pattern matches (the queue gets everything now) reaches nobody.
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.6", body: "six")
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.99", body: "nobody's")
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.1", body: "one")
+        for (i, (_, out)) in sessions.enumerated() {
+            let bodies = out.json.filter { $0["op"]?.stringValue == "msg" }.compactMap { $0["env"]?["body"]?.stringValue }
+            #expect(bodies == (i == 6 ? ["six"] : i == 1 ? ["one"] : []), "socket \(i)")
+        }
+        // Leaving: own bindings go with their last subscriber; at 2 patterns left (half of 4)
+        // the rest are bound on their own and `#` goes, in that order.
+        for i in [0, 5, 6, 7, 1, 2] { await sessions[i].0.end() }
+        let after = Array(bridge.binds.calls.dropFirst(5))
+        #expect(after == ["unbind warren.live.test room.0", "unbind warren.live.test room.1", "unbind warren.live.test room.2",
+                          "bind warren.live.test room.4", "unbind warren.live.test #"])
+        #expect(!bridge.runtime.hub.currentBindings.all && bridge.runtime.hub.currentBindings.own == ["room.3", "room.4"])
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.4", body: "four")
+        #expect(sessions[4].1.json.last?["env"]?["body"]?.stringValue == "four")
+        for i in [3, 4] { await sessions[i].0.end() }
+        #expect(bridge.runtime.hub.currentBindings == LiveBindings(bindAllAfter: 4))
+    }
+
     /// An inbox delivery names the inbox subscription whose pattern matches its route (the
     /// first by id when several do; the first when none does).
     @Test func anInboxDeliveryNamesTheSubscriptionItMatches() async throws {

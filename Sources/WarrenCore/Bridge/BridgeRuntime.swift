@@ -144,7 +144,8 @@ public final class BridgeRuntime: Sendable {
         // The live queue is exclusive to the connection that declared it: its consumer and its
         // bindings stay on that connection.
         let hub = LiveHub(channel: try await primary.openChannel(), bindChannel: try await primary.openChannel(),
-                          queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange, metrics: metrics, logger: logger)
+                          queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
+                          bindAllAfter: configuration.amqp.liveBindAllAfter, metrics: metrics, logger: logger)
         try await hub.start()
         let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,
                                consumptionChannels: configuration.amqp.consumptionChannels)

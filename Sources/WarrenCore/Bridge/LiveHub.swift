@@ -51,11 +51,13 @@ public protocol LiveReceiver: AnyObject, Sendable {
 ///
 /// One exclusive, auto-delete queue per node (`warren.live.<node>`) is bound to
 /// the union of the node's live patterns: a pattern is bound when its first
-/// local subscriber arrives and unbound after its last leaves. RabbitMQ sends
-/// one copy per node; the hub matches each delivery against a ``TopicTrie``
-/// and hands the same encoded envelope to every matching local subscriber.
-/// Binding changes run one at a time, in order, so a subscribe and an
-/// unsubscribe of the same pattern never race on the broker.
+/// local subscriber arrives and unbound after its last leaves — or, past
+/// `amqp.live_bind_all_after` distinct patterns, bound with `#` once
+/// (``LiveBindings``). RabbitMQ sends one copy per node; the hub matches each
+/// delivery against a ``TopicTrie`` and hands the same encoded envelope to
+/// every matching local subscriber (a message no local pattern matches is
+/// dropped here). Binding changes run one at a time, in order, so a subscribe
+/// and an unsubscribe of the same pattern never race on the broker.
 public final class LiveHub: Sendable, AMQPDeliverySink {
     public let queue: String
     let exchange: String
@@ -70,8 +72,13 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     let ids = UUIDv7Generator()
     private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
     private let serial: SerialJobQueue
+    /// The queue's bindings; changed only inside `serial`'s jobs (the lock is never contended).
+    private let bindings: NIOLockedValueBox<LiveBindings>
 
-    public init(channel: any BrokerChannel, bindChannel: any BrokerChannel, queue: String, exchange: String, metrics: WarrenMetrics, logger: Logger) {
+    /// `bindAllAfter`: past this many distinct patterns the queue is bound with `#` instead of
+    /// each pattern (0: never).
+    public init(channel: any BrokerChannel, bindChannel: any BrokerChannel, queue: String, exchange: String, bindAllAfter: Int = 0,
+                metrics: WarrenMetrics, logger: Logger) {
         self.metrics = metrics
         self.channel = channel
         self.bindChannel = bindChannel
@@ -79,6 +86,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         self.exchange = exchange
         self.logger = logger
         self.serial = SerialJobQueue()
+        self.bindings = NIOLockedValueBox(LiveBindings(bindAllAfter: bindAllAfter))
     }
 
     /// Declares the node's queue and starts consuming (no-ack: live is at most once).
@@ -88,15 +96,19 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         _ = try await channel.startConsumer(queue: queue, noAck: true, exclusive: true, sink: self)
     }
 
-    /// How many distinct live patterns are bound for this node.
+    /// How many distinct live patterns this node's subscribers use.
     public var patternCount: Int { trie.withLockedValue { $0.patternCount } }
+
+    /// The live queue's bindings now.
+    public var currentBindings: LiveBindings { bindings.withLockedValue { $0 } }
 
     /// Adds a live subscription (`subscriber` carries its receiver); returns once its binding is in place.
     public func subscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async throws {
         try await serial.run { [self] in
-            let isFirst = trie.withLockedValue { $0.subscribers(of: pattern).isEmpty }
+            let (isFirst, distinct) = trie.withLockedValue { ($0.subscribers(of: pattern).isEmpty, $0.patternCount) }
             if isFirst {
-                try await bindChannel.bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: true)
+                let steps = bindings.withLockedValue { $0.added(pattern.value, distinct: distinct + 1) }
+                try await perform(steps)
             }
             trie.withLockedValue { _ = $0.insert(pattern, subscriber) }
         }
@@ -105,13 +117,38 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// Removes a live subscription; the binding goes when its last subscriber does.
     public func unsubscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async {
         try? await serial.run { [self] in
-            let isLast = trie.withLockedValue { $0.remove(pattern, subscriber) }
-            if isLast {
-                do {
-                    try await bindChannel.unbind(queue: queue, exchange: exchange, pattern: pattern.value)
-                } catch {
-                    logger.warning("live unbind failed", metadata: ["error": "\(error)"])
+            let (isLast, remaining) = trie.withLockedValue { t in
+                t.remove(pattern, subscriber) ? (true, t.patterns) : (false, [])
+            }
+            guard isLast else { return }
+            let steps = bindings.withLockedValue { $0.removed(pattern.value, remaining: remaining) }
+            do {
+                try await perform(steps)
+            } catch {
+                logger.warning("live unbind failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Carries out binding changes in order, each recorded once the broker confirmed it.
+    private func perform(_ steps: [LiveBindings.Step]) async throws {
+        for step in steps {
+            if let call = bindings.withLockedValue({ $0.brokerCall(step) }) {
+                if call.bind {
+                    try await bindChannel.bind(queue: queue, exchange: exchange, pattern: call.key, recorded: true)
+                } else {
+                    try await bindChannel.unbind(queue: queue, exchange: exchange, pattern: call.key)
                 }
+            }
+            bindings.withLockedValue { $0.apply(step) }
+            switch step {
+            case .bindAll:
+                logger.info("live queue bound with # (past amqp.live_bind_all_after distinct patterns)",
+                            metadata: ["patterns": "\(patternCount + 1)"])
+            case .unbindAll:
+                logger.info("live queue bound per pattern again", metadata: ["patterns": "\(patternCount)"])
+            case .bind, .unbind:
+                break
             }
         }
     }

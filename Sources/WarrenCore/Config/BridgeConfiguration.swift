@@ -26,6 +26,10 @@ public struct BridgeConfiguration: Sendable {
         public var administrationChannels: Int = 4
         /// Channels shared by consumers (inboxes, poll sessions), per prefetch value.
         public var consumptionChannels: Int = 16
+        /// Past this many distinct live patterns on the node its live queue is bound with `#`
+        /// (one binding; every message on the exchange reaches the node) instead of one binding
+        /// per pattern. 0: always one per pattern.
+        public var liveBindAllAfter: Int = 256
         /// The parsed URL plus heartbeat and backoff: what the AMQP client is given.
         public var client: AMQPConfiguration = AMQPConfiguration()
     }
@@ -129,6 +133,8 @@ public struct BridgeConfiguration: Sendable {
                                                             default: config.amqp.administrationChannels, range: 1...256)
         config.amqp.consumptionChannels = try source.int("amqp", "consumption_channels",
                                                          default: config.amqp.consumptionChannels, range: 1...1024)
+        config.amqp.liveBindAllAfter = try source.int("amqp", "live_bind_all_after", default: config.amqp.liveBindAllAfter,
+                                                      range: 0...1_000_000)
         do {
             var client = try AMQPConfiguration(urls: config.amqp.urls)
             client.heartbeat = UInt16(config.amqp.heartbeat)
@@ -363,7 +369,7 @@ extension BridgeConfiguration {
                   "heartbeat = \(amqp.heartbeat)", "reconnect_initial_ms = \(amqp.reconnectInitialMilliseconds)",
                   "reconnect_max_ms = \(amqp.reconnectMaxMilliseconds)", "connections = \(amqp.connections)",
                   "administration_channels = \(amqp.administrationChannels)",
-                  "consumption_channels = \(amqp.consumptionChannels)",
+                  "consumption_channels = \(amqp.consumptionChannels)", "live_bind_all_after = \(amqp.liveBindAllAfter)",
                   "tls_ca_file = \(q(amqp.client.tlsOptions.caFile ?? ""))", "tls_cert_file = \(q(amqp.client.tlsOptions.certificateFile ?? ""))",
                   "tls_key_file = \(q(amqp.client.tlsOptions.privateKeyFile ?? ""))",
                   "tls_server_name = \(q(amqp.client.tlsOptions.serverName ?? ""))", ""]

@@ -31,6 +31,9 @@ public final class TopicTrie<Subscriber: Hashable> {
     /// How many distinct patterns have at least one subscriber.
     public var patternCount: Int { counts.count }
 
+    /// The distinct patterns that have at least one subscriber.
+    public var patterns: [String] { Array(counts.keys) }
+
     /// The subscribers of one pattern.
     public func subscribers(of pattern: TopicPattern) -> Set<Subscriber> {
         find(pattern)?.subscribers ?? []
