@@ -81,6 +81,16 @@ struct SessionTests {
         }
         #expect(bridge.binds.calls == (0..<4).map { "bind warren.live.test room.\($0)" } + ["bind warren.live.test #"])
         #expect(bridge.runtime.hub.currentBindings.all)
+        // Now a live subscription is taken at once, on the caller's thread: no task, no broker call.
+        let late = RecordingOutput()
+        let lateSession = session(bridge, "late", late)
+        #expect(lateSession.receive(frame(#"{"op":"sub","id":"r","pattern":"room.late"}"#)) == nil)
+        #expect(late.json.last?["op"]?.stringValue == "subscribed" && bridge.binds.calls.count == 5)
+        // Refusals still take the async path and are answered there (here: the id in use).
+        let again = try #require(lateSession.receive(frame(#"{"op":"sub","id":"r","pattern":"room.other"}"#)))
+        await lateSession.complete(again)
+        #expect(late.json.last?["code"]?.stringValue == "conflict")
+        await lateSession.end()
         // Matched here: each message reaches its own room's subscriber only; one no local
         // pattern matches (the queue gets everything now) reaches nobody.
         bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.6", body: "six")

@@ -92,6 +92,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             } catch {
                 fail(error.answering(ref))
             }
+        case .sub(let id, let pattern, .live, false) where subscribeLiveNow(id: id, pattern: pattern):
+            send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: .live))
         case .sub, .unsub, .history, .conversations, .read:
             return PendingRequest(frame: parsed)
         }
@@ -223,6 +225,26 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         }
         runtime.metrics.subscriptionAdded(mode)
         if presence { runtime.presence?.joined(route: pattern.value, user: user, via: via) }
+    }
+
+    /// A live subscription (no presence) taken at once, when it passes every check of
+    /// ``subscribe(id:pattern:mode:presence:)`` and the hub needs no broker call for it
+    /// (``LiveHub/subscribeNow(_:subscriber:)``); false, with nothing changed, otherwise — the
+    /// frame then takes the async path, which also answers any refusal.
+    private func subscribeLiveNow(id: String, pattern: TopicPattern) -> Bool {
+        guard rules.canSubscribe(pattern) else { return false }
+        let reserved = state.withLockedValue { s in
+            guard s.subscriptions[id] == nil, s.subscriptions.count < runtime.limits.maxSubscriptions else { return false }
+            s.subscriptions[id] = Subscription(pattern: pattern, mode: .live, presence: false)
+            return true
+        }
+        guard reserved else { return false }
+        guard runtime.hub.subscribeNow(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id, receiver: self)) else {
+            state.withLockedValue { _ = $0.subscriptions.removeValue(forKey: id) }
+            return false
+        }
+        runtime.metrics.subscriptionAdded(.live)
+        return true
     }
 
     private func ensureInbox() async throws -> InboxConsumer {

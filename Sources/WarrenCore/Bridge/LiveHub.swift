@@ -114,6 +114,21 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         }
     }
 
+    /// Adds a live subscription at once when that needs no broker call — the pattern is bound
+    /// already, or the queue is bound with `#` — and no binding change is under way; false
+    /// otherwise (nothing done: take ``subscribe(_:subscriber:)``). No task, no hop: a socket
+    /// subscribing past `amqp.live_bind_all_after` is answered on its event loop.
+    public func subscribeNow(_ pattern: TopicPattern, subscriber: LiveSubscriber) -> Bool {
+        serial.runNowIfIdle { [self] in
+            let all = bindings.withLockedValue { $0.all }
+            return trie.withLockedValue { t in
+                guard all || !t.subscribers(of: pattern).isEmpty else { return false }
+                t.insert(pattern, subscriber)
+                return true
+            }
+        } ?? false
+    }
+
     /// Removes a live subscription; the binding goes when its last subscriber does.
     public func unsubscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async {
         try? await serial.run { [self] in
