@@ -101,6 +101,11 @@ public struct TopicPattern: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether every key this pattern matches is also matched by `other`.
     public func isContained(in other: TopicPattern) -> Bool {
-        PatternContainment.isContained(self, in: other)
+        // Checked for every subscription: the common cases without building automata (the
+        // product construction was ~4 % of Warren's CPU while sockets connected and subscribed).
+        if other.value == "#" || other.value == value { return true }
+        // No wildcard: the pattern names one key, contained when `other` matches that key.
+        if !words.contains(where: { $0 == .star || $0 == .hash }) { return other.matches(validKey: value) }
+        return PatternContainment.isContained(self, in: other)
     }
 }
