@@ -86,4 +86,27 @@ import Testing
         #expect(t.deleteConsumers(onChannel: 1).count == 1)
         #expect(t.orderedConsumers.isEmpty)
     }
+
+    /// Replayed in the order first recorded, whatever was removed or recorded again meanwhile;
+    /// many records cost each change O(1) (10,000 bindings and consumers here).
+    @Test func recordsReplayInTheOrderFirstRecorded() {
+        var t = RecordedTopology()
+        t.recordQueue(QueueDeclare(queue: "q"), name: "q")
+        for i in 0..<10_000 {
+            t.recordBinding(queue: "q", exchange: "chat", routingKey: "k\(i)", arguments: [:])
+            t.recordConsumer(.init(channel: UInt16(1 + i % 3), consume: BasicConsume(queue: "q", consumerTag: "c\(i)"), sink: NullSink()))
+        }
+        for i in stride(from: 0, to: 10_000, by: 2) {
+            t.deleteBinding(queue: "q", exchange: "chat", routingKey: "k\(i)", arguments: [:])
+            t.deleteConsumer("c\(i)")
+        }
+        t.recordBinding(queue: "q", exchange: "chat", routingKey: "k1", arguments: [:])  // again: keeps its place
+        t.recordBinding(queue: "q", exchange: "chat", routingKey: "k0", arguments: [:])  // removed before: now last
+        let odd = stride(from: 1, to: 10_000, by: 2)
+        #expect(t.bindings.map(\.routingKey) == odd.map { "k\($0)" } + ["k0"])
+        #expect(t.orderedConsumers.map(\.consume.consumerTag) == odd.map { "c\($0)" })
+        let onTwo = t.deleteConsumers(onChannel: 2).map(\.consume.consumerTag)
+        #expect(onTwo == odd.filter { 1 + $0 % 3 == 2 }.map { "c\($0)" })
+        #expect(t.orderedConsumers.map(\.consume.consumerTag) == odd.filter { 1 + $0 % 3 != 2 }.map { "c\($0)" })
+    }
 }

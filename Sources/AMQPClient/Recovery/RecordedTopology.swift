@@ -27,19 +27,15 @@ public struct RecordedTopology: Sendable {
         public var sink: AMQPDeliverySink
     }
 
-    public private(set) var exchanges: [String: Exchange] = [:]
-    public private(set) var exchangeOrder: [String] = []
-    public private(set) var queues: [String: Queue] = [:]
-    public private(set) var queueOrder: [String] = []
-    public private(set) var bindings: [Binding] = []
-    public private(set) var consumers: [String: Consumer] = [:]
-    public private(set) var consumerOrder: [String] = []
+    private var exchanges = InsertionOrderedDictionary<String, Exchange>()
+    private var queues = InsertionOrderedDictionary<String, Queue>()
+    private var recordedBindings = InsertionOrderedDictionary<Binding, Void>()
+    private var consumers = InsertionOrderedDictionary<String, Consumer>()
 
     public init() {}
 
     public mutating func recordExchange(_ declare: ExchangeDeclare) {
         guard !declare.passive else { return }
-        if exchanges[declare.exchange] == nil { exchangeOrder.append(declare.exchange) }
         var d = declare
         d.noWait = false
         exchanges[declare.exchange] = Exchange(declare: d)
@@ -47,13 +43,11 @@ public struct RecordedTopology: Sendable {
 
     public mutating func deleteExchange(_ name: String) {
         exchanges[name] = nil
-        exchangeOrder.removeAll { $0 == name }
-        bindings.removeAll { $0.exchange == name }
+        recordedBindings.removeAll { b, _ in b.exchange == name }
     }
 
     public mutating func recordQueue(_ declare: QueueDeclare, name: String) {
         guard !declare.passive else { return }
-        if queues[name] == nil { queueOrder.append(name) }
         var d = declare
         d.noWait = false
         queues[name] = Queue(declare: d, serverNamed: declare.queue.isEmpty, name: name)
@@ -61,49 +55,50 @@ public struct RecordedTopology: Sendable {
 
     public mutating func deleteQueue(_ name: String) {
         queues[name] = nil
-        queueOrder.removeAll { $0 == name }
-        bindings.removeAll { $0.queue == name }
+        recordedBindings.removeAll { b, _ in b.queue == name }
     }
 
     public mutating func recordBinding(queue: String, exchange: String, routingKey: String, arguments: FieldTable) {
-        let b = Binding(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments)
-        if !bindings.contains(b) { bindings.append(b) }
+        recordedBindings[Binding(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments)] = ()
     }
 
     public mutating func deleteBinding(queue: String, exchange: String, routingKey: String, arguments: FieldTable) {
-        bindings.removeAll { $0 == Binding(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments) }
+        recordedBindings[Binding(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments)] = nil
     }
 
     public mutating func recordConsumer(_ consumer: Consumer) {
-        let tag = consumer.consume.consumerTag
-        if consumers[tag] == nil { consumerOrder.append(tag) }
-        consumers[tag] = consumer
+        consumers[consumer.consume.consumerTag] = consumer
     }
 
     @discardableResult
     public mutating func deleteConsumer(_ tag: String) -> Consumer? {
-        guard let c = consumers.removeValue(forKey: tag) else { return nil }
-        consumerOrder.removeAll { $0 == tag }
-        return c
+        consumers.removeValue(forKey: tag)
     }
 
     /// Removes and returns every consumer on `channel` (the channel is gone for good).
     public mutating func deleteConsumers(onChannel channel: UInt16) -> [Consumer] {
-        let tags = consumerOrder.filter { consumers[$0]?.channel == channel }
-        return tags.compactMap { deleteConsumer($0) }
+        let gone = consumers.ordered.filter { $0.value.channel == channel }
+        for c in gone { consumers.removeValue(forKey: c.key) }
+        return gone.map(\.value)
     }
 
     /// A server-named queue came back under a new name: follow it everywhere.
     public mutating func renameQueue(_ old: String, to new: String) {
-        guard old != new, var q = queues.removeValue(forKey: old) else { return }
+        guard old != new, var q = queues[old] else { return }
         q.name = new
+        queues.rename(old, to: new)
         queues[new] = q
-        queueOrder = queueOrder.map { $0 == old ? new : $0 }
-        for i in bindings.indices where bindings[i].queue == old { bindings[i].queue = new }
-        for tag in consumerOrder where consumers[tag]?.consume.queue == old { consumers[tag]!.consume.queue = new }
+        for b in recordedBindings.ordered where b.key.queue == old {
+            var renamed = b.key
+            renamed.queue = new
+            recordedBindings.rename(b.key, to: renamed)
+        }
+        consumers.updateValues { _, c in if c.consume.queue == old { c.consume.queue = new } }
     }
 
-    public var orderedExchanges: [Exchange] { exchangeOrder.compactMap { exchanges[$0] } }
-    public var orderedQueues: [Queue] { queueOrder.compactMap { queues[$0] } }
-    public var orderedConsumers: [Consumer] { consumerOrder.compactMap { consumers[$0] } }
+    public var orderedExchanges: [Exchange] { exchanges.ordered.map(\.value) }
+    public var orderedQueues: [Queue] { queues.ordered.map(\.value) }
+    /// The bindings, in the order they were first recorded.
+    public var bindings: [Binding] { recordedBindings.ordered.map(\.key) }
+    public var orderedConsumers: [Consumer] { consumers.ordered.map(\.value) }
 }
