@@ -15,6 +15,7 @@ import WarrenCore
 /// most about the hard cap (plus one tick's frames).
 final class WebSocketOutput: SessionOutput, @unchecked Sendable {
     let channel: any Channel
+    var eventLoop: (any EventLoop)? { channel.eventLoop }
     private let limit: Int
     private let grace: TimeAmount
     /// Since when the socket has been over `limit` (at a flush); touched only on `channel.eventLoop`.

@@ -101,7 +101,7 @@ final class FakeChannels: ChannelSource {
     private let consumers = NIOLockedValueBox<[Int: FakeChannel]>([:])
 
     func administration() async throws -> any BrokerChannel { admin }
-    func consumption(prefetch: Int) async throws -> any BrokerChannel { consuming(prefetch: prefetch) }
+    func consumption(prefetch: Int, near loop: (any EventLoop)?) async throws -> any BrokerChannel { consuming(prefetch: prefetch) }
 
     func consuming(prefetch: Int) -> FakeChannel {
         consumers.withLockedValue { c in

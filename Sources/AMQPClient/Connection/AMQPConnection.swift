@@ -35,6 +35,10 @@ public enum AMQPConnectionEvent: Sendable {
 public final class AMQPConnection: Sendable {
     public let configuration: AMQPConfiguration
     let group: any EventLoopGroup
+
+    /// The event loop the connection always runs on (its channel and every recovery's), when
+    /// it was connected with a single loop as its group; nil when the group has several.
+    public var eventLoop: (any EventLoop)? { group as? any EventLoop }
     let logger: Logger
     let shared: NIOLockedValueBox<Shared>
 

@@ -180,9 +180,9 @@ public final class BridgeRuntime: Sendable {
     }
 
     /// A user's inbox, declared; it consumes once the session starts it.
-    func openInbox(user: String, device: String, receiver: any InboxReceiver) async throws -> InboxConsumer {
+    func openInbox(user: String, device: String, receiver: any InboxReceiver, near loop: (any EventLoop)?) async throws -> InboxConsumer {
         let consumer = InboxConsumer(channels: channels, queue: InboxSettings.queueName(user: user, device: device),
-                                     exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver)
+                                     exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver, loop: loop)
         try await consumer.declare()
         return consumer
     }

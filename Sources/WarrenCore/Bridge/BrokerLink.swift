@@ -1,6 +1,7 @@
 import AMQPClient
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOPosix
 import ServiceLifecycle
 #if canImport(Glibc)
@@ -35,11 +36,14 @@ public final class BrokerLink: Service, Sendable {
         self.nodeID = configuration.nodeID.isEmpty ? Self.defaultNodeID() : configuration.nodeID
     }
 
-    /// The broker connection's own thread. Every delivery is read, matched and fanned out
-    /// there, then handed to the sockets' event loops; sharing a loop with sockets would put
-    /// the node's whole intake behind that loop's socket writes (measured: the shared loop
-    /// was the node's bottleneck in the `inbox` benchmark, see BENCHMARKS.md).
-    static let brokerLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    /// The event loops the broker connections run on: the sockets' own loops, connection `i`
+    /// on loop `i` (mod their number). An inbox consumer is put on a channel of the connection
+    /// on its socket's loop (``ChannelPool``), so its deliveries are written and its client's
+    /// acks sent to the broker without a thread hop, and the node's intake is spread over the
+    /// loops. (One connection on a loop of its own, as before, made every inbox delivery and
+    /// every ack cross threads; one connection on a shared loop put the node's whole intake
+    /// behind that loop's socket writes: BENCHMARKS.md.)
+    static let brokerLoops: [any EventLoop] = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
 
     /// Host name and pid, reduced to a route word.
     static func defaultNodeID() -> String {
@@ -89,8 +93,8 @@ public final class BrokerLink: Service, Sendable {
 
     public func run() async throws {
         var opened: [AMQPConnection] = []
-        for _ in 0..<max(1, configuration.amqp.connections) {
-            guard let connection = await connectUntilUp() else {
+        for index in 0..<max(1, configuration.amqp.connections) {
+            guard let connection = await connectUntilUp(on: Self.brokerLoops[index % Self.brokerLoops.count]) else {
                 for c in opened { await c.close() }
                 return
             }
@@ -164,12 +168,12 @@ public final class BrokerLink: Service, Sendable {
     }
 
     /// Connects, retrying with capped backoff; nil if shutdown came first.
-    private func connectUntilUp() async -> AMQPConnection? {
+    private func connectUntilUp(on loop: any EventLoop) async -> AMQPConnection? {
         var attempt = 0
         let policy = configuration.amqp.client.recovery
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
-                return try await AMQPConnection.connect(configuration: configuration.amqp.client, eventLoopGroup: Self.brokerLoop, logger: logger)
+                return try await AMQPConnection.connect(configuration: configuration.amqp.client, eventLoopGroup: loop, logger: logger)
             } catch {
                 let delay = policy.delay(attempt: attempt)
                 attempt += 1

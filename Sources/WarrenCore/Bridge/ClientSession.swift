@@ -249,7 +249,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     private func ensureInbox() async throws -> InboxConsumer {
         if let existing = state.withLockedValue({ $0.inbox }) { return existing }
-        let inbox = try await runtime.openInbox(user: user, device: device, receiver: self)
+        let inbox = try await runtime.openInbox(user: user, device: device, receiver: self, near: output.eventLoop)
         let winner = state.withLockedValue { s -> InboxConsumer in
             if let other = s.inbox { return other }
             s.inbox = inbox

@@ -45,6 +45,7 @@ public protocol InboxReceiver: AnyObject, Sendable {
 public final class InboxConsumer: AMQPDeliverySink, Sendable {
     public let queue: String
     let channels: any ChannelSource
+    let loop: (any EventLoop)?
     let exchange: String
     let settings: InboxSettings
     let metrics: WarrenMetrics
@@ -64,8 +65,11 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
+    /// `loop`: the receiving socket's event loop; the consumer goes on a channel of a broker
+    /// connection running there when there is one (no hop per delivery or ack).
     init(channels: any ChannelSource, queue: String, exchange: String, settings: InboxSettings, metrics: WarrenMetrics,
-         receiver: any InboxReceiver) {
+         receiver: any InboxReceiver, loop: (any EventLoop)? = nil) {
+        self.loop = loop
         self.metrics = metrics
         self.channels = channels
         self.queue = queue
@@ -98,7 +102,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
             return true
         }) else { return }
         do {
-            let channel = try await channels.consumption(prefetch: settings.prefetch)
+            let channel = try await channels.consumption(prefetch: settings.prefetch, near: loop)
             state.withLockedValue { $0.channel = channel }
             let tag = try await channel.startConsumer(queue: queue, sink: self)
             state.withLockedValue { s in

@@ -14,9 +14,14 @@ public protocol SessionOutput: AnyObject, Sendable {
     func deliver(_ frame: ByteBuffer, inboxID: String?) -> Bool
     /// Closes the connection with a WebSocket close code (4008 slow consumer, …).
     func close(code: UInt16, reason: String)
+    /// The event loop the output writes on, if it has one: the session's inbox consumer is put
+    /// on a broker connection running there.
+    var eventLoop: (any EventLoop)? { get }
 }
 
 extension SessionOutput {
+    public var eventLoop: (any EventLoop)? { nil }
+
     /// A WebSocket writes deliveries like any other frame.
     public func deliver(_ frame: ByteBuffer, inboxID: String?) -> Bool { send(frame) }
 }

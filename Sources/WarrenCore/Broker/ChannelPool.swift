@@ -1,5 +1,6 @@
 import AMQPClient
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// Long-lived channels spread over the node's broker connections (DESIGN §3).
 ///
@@ -7,7 +8,8 @@ import NIOConcurrencyHelpers
 /// fixed number of consumption channels per prefetch value (the prefetch is set once per
 /// channel, with `global = false`, so it applies to each consumer on it and is restored by the
 /// AMQP client's recovery). Slots are opened lazily, slot `i` on connection `i % count`, and a
-/// channel the broker closed (a channel error) is replaced at its next use. However many
+/// channel the broker closed (a channel error) is replaced at its next use. A consumer asking
+/// near an event loop gets the next slot whose connection runs on that loop, if any does. However many
 /// clients a node holds, it opens `administrationCount + consumptionCount × prefetch values`
 /// channels, so the broker's channel limit never bounds them.
 public final class ChannelPool: ChannelSource {
@@ -49,15 +51,16 @@ public final class ChannelPool: ChannelSource {
         return keep(channel) { s, use in use(&s.administration[index]) }
     }
 
-    public func consumption(prefetch: Int) async throws -> any BrokerChannel {
+    public func consumption(prefetch: Int, near loop: (any EventLoop)?) async throws -> any BrokerChannel {
         let (index, existing) = slots.withLockedValue { s -> (Int, AMQPChannel?) in
-            let i = (s.nextConsumption[prefetch] ?? 0) % consumptionCount
+            let next = s.nextConsumption[prefetch] ?? 0
             s.nextConsumption[prefetch, default: 0] &+= 1
+            let i = slot(from: next, near: loop)
             if s.consumption[prefetch] == nil { s.consumption[prefetch] = Array(repeating: nil, count: consumptionCount) }
             return (i, s.consumption[prefetch]![i])
         }
         if let existing, existing.closeReason == nil { return existing }
-        let channel = try await connections[(administrationCount + index) % connections.count].openChannel()
+        let channel = try await connection(forConsumptionSlot: index).openChannel()
         do {
             try await channel.basicQos(prefetchCount: UInt16(clamping: max(1, prefetch)))
         } catch {
@@ -65,6 +68,22 @@ public final class ChannelPool: ChannelSource {
             throw error
         }
         return keep(channel) { s, use in use(&s.consumption[prefetch]![index]) }
+    }
+
+    /// The first consumption slot from `next` on (round robin) whose connection runs on `loop`;
+    /// `next`'s own slot when none does or no loop is asked for.
+    private func slot(from next: Int, near loop: (any EventLoop)?) -> Int {
+        if let loop {
+            for k in 0..<consumptionCount {
+                let i = (next &+ k) % consumptionCount
+                if let l = connection(forConsumptionSlot: i).eventLoop, l === loop { return i }
+            }
+        }
+        return next % consumptionCount
+    }
+
+    private func connection(forConsumptionSlot index: Int) -> AMQPConnection {
+        connections[(administrationCount + index) % connections.count]
     }
 
     /// Puts a freshly opened channel into its slot, unless another caller filled the slot with

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// Where the bridge gets its long-lived channels from. No client request opens a channel of its
 /// own (DESIGN §3): declarations, bindings and deletes share administration channels, and
 /// consumers share consumption channels, each consumer with its own prefetch.
@@ -6,6 +8,13 @@ public protocol ChannelSource: Sendable {
     /// there (a 404 on a passive declare, a 406 on a mismatched argument) costs no delivery.
     func administration() async throws -> any BrokerChannel
     /// A channel shared by consumers started with this prefetch (per consumer, RabbitMQ's
-    /// `basic.qos` with `global = false`).
-    func consumption(prefetch: Int) async throws -> any BrokerChannel
+    /// `basic.qos` with `global = false`), on a connection running on `loop` when there is one
+    /// (the consumer's socket's loop: deliveries and acks then stay on it).
+    func consumption(prefetch: Int, near loop: (any EventLoop)?) async throws -> any BrokerChannel
+}
+
+extension ChannelSource {
+    public func consumption(prefetch: Int) async throws -> any BrokerChannel {
+        try await consumption(prefetch: prefetch, near: nil)
+    }
 }
