@@ -16,6 +16,10 @@ public final class AMQPChannel: Sendable {
         self.connection = connection
     }
 
+    /// The event loop its connection always runs on, if it was given one loop (see
+    /// ``AMQPConnection/eventLoop``).
+    public var eventLoop: (any EventLoop)? { connection.eventLoop }
+
     /// Why the channel is closed, or nil while it is usable.
     public var closeReason: AMQPError? { closedError.withLockedValue { $0 } }
 
