@@ -195,20 +195,10 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             try ClientFrame.checkPresence(pattern, mode: mode, ref: id)
             guard runtime.presence != nil else { throw ProtocolError(.unavailable, "presence is off (presence.enabled = false)", ref: id) }
         }
-        let refusal: ProtocolError? = state.withLockedValue { s in
-            if s.subscriptions[id] != nil { return ProtocolError(.conflict, "subscription id already in use", ref: id) }
-            if s.subscriptions.count >= runtime.limits.maxSubscriptions {
-                runtime.metrics.limitHit(frontend, .subscriptions)
-                return ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per connection", ref: id)
-            }
-            return nil
+        if let refusal = reserve(id: id, pattern: pattern, mode: mode, presence: presence) {
+            if refusal.code == .rateLimited { runtime.metrics.limitHit(frontend, .subscriptions) }
+            throw refusal
         }
-        if let refusal { throw refusal }
-        guard rules.canSubscribe(pattern) else {
-            throw ProtocolError(.forbidden, "not allowed to subscribe to \(pattern.value)", ref: id)
-        }
-        // Reserve the id while the binding is made.
-        state.withLockedValue { $0.subscriptions[id] = Subscription(pattern: pattern, mode: mode, presence: presence) }
         do {
             switch mode {
             case .live:
@@ -227,18 +217,31 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         if presence { runtime.presence?.joined(route: pattern.value, user: user, via: via) }
     }
 
-    /// A live subscription (no presence) taken at once, when it passes every check of
-    /// ``subscribe(id:pattern:mode:presence:)`` and the hub needs no broker call for it
-    /// (``LiveHub/subscribeNow(_:subscriber:)``); false, with nothing changed, otherwise — the
-    /// frame then takes the async path, which also answers any refusal.
-    private func subscribeLiveNow(id: String, pattern: TopicPattern) -> Bool {
-        guard rules.canSubscribe(pattern) else { return false }
-        let reserved = state.withLockedValue { s in
-            guard s.subscriptions[id] == nil, s.subscriptions.count < runtime.limits.maxSubscriptions else { return false }
-            s.subscriptions[id] = Subscription(pattern: pattern, mode: .live, presence: false)
-            return true
+    /// Checks a new subscription against the connection's limit and the user's rules and, when
+    /// it passes, reserves its id (while the binding is made); the refusal otherwise, with
+    /// nothing changed. Every subscription, on either path, passes here.
+    private func reserve(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool) -> ProtocolError? {
+        let refusal: ProtocolError? = state.withLockedValue { s in
+            if s.subscriptions[id] != nil { return ProtocolError(.conflict, "subscription id already in use", ref: id) }
+            if s.subscriptions.count >= runtime.limits.maxSubscriptions {
+                return ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per connection", ref: id)
+            }
+            return nil
         }
-        guard reserved else { return false }
+        if let refusal { return refusal }
+        guard rules.canSubscribe(pattern) else {
+            return ProtocolError(.forbidden, "not allowed to subscribe to \(pattern.value)", ref: id)
+        }
+        state.withLockedValue { $0.subscriptions[id] = Subscription(pattern: pattern, mode: mode, presence: presence) }
+        return nil
+    }
+
+    /// A live subscription (no presence) taken at once, when ``reserve(id:pattern:mode:presence:)``
+    /// admits it and the hub needs no broker call for it (``LiveHub/subscribeNow(_:subscriber:)``);
+    /// false, with nothing changed, otherwise — the frame then takes the async path, which also
+    /// answers (and counts) any refusal.
+    private func subscribeLiveNow(id: String, pattern: TopicPattern) -> Bool {
+        guard reserve(id: id, pattern: pattern, mode: .live, presence: false) == nil else { return false }
         guard runtime.hub.subscribeNow(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id, receiver: self)) else {
             state.withLockedValue { _ = $0.subscriptions.removeValue(forKey: id) }
             return false
