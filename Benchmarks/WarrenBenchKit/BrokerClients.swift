@@ -30,14 +30,14 @@ public final class PlainConsumer: AMQPDeliverySink, @unchecked Sendable {
 
     /// Returns once the binding and the consumer are in place. With `prefetch`, deliveries are
     /// acknowledged by hand (`amqp-ack`, the like-for-like anchor of Warren's inbox): at most
-    /// `prefetch` unacknowledged, one ack with `multiple` every `prefetch / 2` deliveries.
+    /// `prefetch` unacknowledged, one ack with `multiple` every `ackEvery` deliveries.
     public static func open(url: String, exchange: String, pattern: String, index: Int, recorder: Recorder,
-                            prefetch: UInt16? = nil) async throws -> PlainConsumer {
+                            prefetch: UInt16? = nil, ackEvery: Int = 50) async throws -> PlainConsumer {
         var config = try AMQPConfiguration(url: url)
         config.recovery = RecoveryPolicy(enabled: false)
         config.connectionName = "warren-bench consumer \(index)"
         let connection = try await AMQPConnection.connect(configuration: config, eventLoopGroup: recorder.loop, logger: quietLogger)
-        let consumer = PlainConsumer(index: index, recorder: recorder, connection: connection, ackEvery: max(1, Int(prefetch ?? 2) / 2))
+        let consumer = PlainConsumer(index: index, recorder: recorder, connection: connection, ackEvery: max(1, ackEvery))
         let channel = try await connection.openChannel()
         if let prefetch { try await channel.basicQos(prefetchCount: prefetch) }
         let queue = try await channel.queueDeclare("", exclusive: true, autoDelete: true).queue

@@ -5,8 +5,9 @@ import NIOWebSocket
 
 /// What a benchmark WebSocket speaks once upgraded.
 public enum SocketDialect: Sendable {
-    /// Warren (DESIGN §4): one `sub` of `pattern` in `live` or `inbox` mode; inbox deliveries are acked.
-    case warren(pattern: String, inbox: Bool)
+    /// Warren: one subscription of `pattern`, `live`, or `inbox` when `ackEvery` is given (the
+    /// deliveries acked in one `ack` frame every `ackEvery` of them, as `amqp-ack` does with `multiple`).
+    case warren(pattern: String, ackEvery: Int?)
     /// STOMP 1.2 over RabbitMQ Web-STOMP: CONNECT, then one SUBSCRIBE of `destination` with a receipt.
     case stomp(destination: String)
     /// Connect only (Warren: the upgrade; STOMP: CONNECT), for the idle scenario.
@@ -116,7 +117,8 @@ final class BenchSocketHandler: ChannelInboundHandler {
     let ready: EventLoopPromise<Void>
     private var isReady = false
     private var fragments: ByteBuffer?
-    /// Inbox deliveries read in this batch, acked together at the end of the read.
+    /// Inbox deliveries not yet acked: acked together at the end of a read once there are
+    /// `ackEvery` of them.
     private var pendingAcks: [String] = []
     /// Whether anything was written since the last flush: a flush with nothing to write still
     /// costs NIO a trip to the socket, and most reads here write nothing.
@@ -137,8 +139,8 @@ final class BenchSocketHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         switch dialect {
-        case .warren(let pattern, let inbox):
-            send(context, #"{"op":"sub","id":"s","pattern":"\#(pattern)","mode":"\#(inbox ? "inbox" : "live")"}"#)
+        case .warren(let pattern, let ackEvery):
+            send(context, #"{"op":"sub","id":"s","pattern":"\#(pattern)","mode":"\#(ackEvery != nil ? "inbox" : "live")"}"#)
         case .presence(let route):
             send(context, #"{"op":"sub","id":"s","pattern":"\#(route)","mode":"live","presence":true}"#)
         case .stomp, .idleStomp, .publishStomp:
@@ -188,7 +190,7 @@ final class BenchSocketHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if !pendingAcks.isEmpty {
+        if case .warren(_, let ackEvery?) = dialect, pendingAcks.count >= ackEvery {
             var text = #"{"op":"ack","ids":["#
             for (i, id) in pendingAcks.enumerated() {
                 if i > 0 { text += "," }
@@ -254,8 +256,8 @@ final class BenchSocketHandler: ChannelInboundHandler {
         let now = BenchClock.now()
         data.withUnsafeReadableBytes { bytes in
             switch dialect {
-            case .warren(_, let inbox):
-                switch WarrenFrame.scan(bytes, wantID: inbox) {
+            case .warren(_, let ackEvery):
+                switch WarrenFrame.scan(bytes, wantID: ackEvery != nil) {
                 case .message(let stamp, let id):
                     recorder.record(client: index, stamp: stamp, now: now)
                     if let id { pendingAcks.append(id) }

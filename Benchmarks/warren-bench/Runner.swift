@@ -252,7 +252,7 @@ final class Runner: @unchecked Sendable {
         }
         abuse.channels.append(try await open("flood", .flood(route: "room.flood", perTick: 10)).get())   // 1,000 a second; its rate is 50
         abuse.channels.append(try await open("hoard", .hoard(subscriptions: 10_000)).get())             // its limit is 100
-        let sleepy = try await open("sleepy", .warren(pattern: plan.pattern(0), inbox: false)).get()  // subscribed, never reads
+        let sleepy = try await open("sleepy", .warren(pattern: plan.pattern(0), ackEvery: nil)).get()  // subscribed, never reads
         try await sleepy.setOption(ChannelOptions.autoRead, value: false).get()
         abuse.channels.append(sleepy)
         for _ in 0..<20 { abuse.channels.append(try await open("storm", .idleWarren).get()) }
@@ -305,7 +305,7 @@ final class Runner: @unchecked Sendable {
         case .warrenWS, .warrenInbox:
             let inbox = plan.target == .warrenInbox
             let user = "b\(index)"
-            let dialect: SocketDialect = plan.connectOnly ? .idleWarren : .warren(pattern: pattern, inbox: inbox)
+            let dialect: SocketDialect = plan.connectOnly ? .idleWarren : .warren(pattern: pattern, ackEvery: inbox ? options.ackEvery : nil)
             let path = "/v1/ws?user=\(user)" + (inbox ? "&device=bench" : "")
             clients.sockets.append(try await SocketClient.open(port: options.warrenPort, path: path,
                                                                dialect: dialect, index: index, recorder: recorder).get())
@@ -323,7 +323,8 @@ final class Runner: @unchecked Sendable {
         case .amqp, .amqpAck:
             clients.consumers.append(try await PlainConsumer.open(url: options.amqpURL, exchange: options.exchange,
                                                                   pattern: pattern, index: index, recorder: recorder,
-                                                                  prefetch: plan.target == .amqpAck ? 100 : nil))
+                                                                  prefetch: plan.target == .amqpAck ? 100 : nil,
+                                                                  ackEvery: options.ackEvery))
         }
     }
 

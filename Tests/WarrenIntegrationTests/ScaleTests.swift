@@ -50,7 +50,7 @@ struct ScaleTests {
         let started = ContinuousClock.now
         let socketChannels = try await Self.open(n) { i in
             SocketClient.open(port: warren.port, path: "/v1/ws?user=\(users[i])",
-                              dialect: .warren(pattern: "#.\(users[i]).#", inbox: true), index: i, recorder: sockets)
+                              dialect: .warren(pattern: "#.\(users[i]).#", ackEvery: 1), index: i, recorder: sockets)
         }
         print("scale: \(n) inbox sockets subscribed in \(ContinuousClock.now - started)")
         try await Self.deliverOneEach(users.map { "\($0).bot" }, to: sockets, warren: warren)
