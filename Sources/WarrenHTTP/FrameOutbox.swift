@@ -96,9 +96,8 @@ final class FrameOutbox: @unchecked Sendable {
 
     private func ship() {
         scheduled = false
-        let flush = toFlush
-        toFlush.removeAll(keepingCapacity: true)
-        for output in flush { output.flushOnLoop() }
+        // The other loops' batches go first: their threads write while this one flushes its
+        // own sockets (a `write` system call each), instead of waiting for all of them.
         let batches = remote
         remote.removeAll(keepingCapacity: true)
         for batch in batches {
@@ -113,5 +112,8 @@ final class FrameOutbox: @unchecked Sendable {
                 outbox.scheduleShip()
             }
         }
+        let flush = toFlush
+        toFlush.removeAll(keepingCapacity: true)
+        for output in flush { output.flushOnLoop() }
     }
 }
