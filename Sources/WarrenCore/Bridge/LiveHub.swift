@@ -139,6 +139,9 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
             let steps = bindings.withLockedValue { $0.removed(pattern.value, remaining: remaining) }
             do {
                 try await perform(steps)
+            } catch AMQPError.closedByUser {
+                // Shutting down: the live queue goes with its connection, bindings and all.
+                logger.debug("live unbind skipped: the broker connection is closing")
             } catch {
                 logger.warning("live unbind failed", metadata: ["error": "\(error)"])
             }
