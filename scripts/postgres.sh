@@ -4,7 +4,7 @@
 #   scripts/postgres.sh start    install Debian's postgresql if missing, start a private cluster if none answers
 #   scripts/postgres.sh stop     stop the cluster this script started
 #   scripts/postgres.sh status   exit 0 if the cluster answers
-#   scripts/postgres.sh url      print the store.url for it (postgres://warren@127.0.0.1:55432/warren)
+#   scripts/postgres.sh url      print the store.url for it (postgres://warren@127.0.0.1:15432/warren)
 #   scripts/postgres.sh psql ARGS  run psql against it
 #
 # systemd does not run on the machines this targets: the cluster is initdb'd into a private
@@ -14,7 +14,9 @@
 set -euo pipefail
 
 DIR="${WARREN_POSTGRES_DIR:-/tmp/warren-postgres}"
-PORT="${WARREN_POSTGRES_PORT:-55432}"
+# Below Linux's ephemeral range (32768-60999): a port in it can be held by any outgoing
+# connection (a TIME_WAIT connection to epmd on 127.0.0.1:55432, once, made the server fail to bind).
+PORT="${WARREN_POSTGRES_PORT:-15432}"
 USER_NAME=warren
 DB=warren
 

@@ -20,7 +20,7 @@ enum StoreMode: String, Sendable, CaseIterable {
 }
 
 enum StoreSetup {
-    static let postgresBase = ProcessInfo.processInfo.environment["WARREN_BENCH_POSTGRES"] ?? "postgres://warren@127.0.0.1:55432"
+    static let postgresBase = ProcessInfo.processInfo.environment["WARREN_BENCH_POSTGRES"] ?? "postgres://warren@127.0.0.1:15432"
 
     static func postgresURL(_ database: String) -> String { "\(postgresBase)/\(database)?sslmode=disable" }
 

@@ -15,7 +15,7 @@ enum StoreBackend: String, CaseIterable, Sendable {
 @Suite("Conversation store", .serialized)
 struct StoreTests {
     static let postgresURL = ProcessInfo.processInfo.environment["WARREN_TEST_POSTGRES_URL"]
-        ?? "postgres://warren@127.0.0.1:55432/warren?sslmode=disable"
+        ?? "postgres://warren@127.0.0.1:15432/warren?sslmode=disable"
 
     /// A database of its own for one test: a new SQLite file, or a new PostgreSQL database on the
     /// private cluster (`scripts/postgres.sh`); its `store.url`, and how to remove it.

@@ -16,7 +16,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 @Suite("Conversation store backends", .serialized)
 struct StoreBackendTests {
     static let postgresURL = ProcessInfo.processInfo.environment["WARREN_TEST_POSTGRES_URL"]
-        ?? "postgres://warren@127.0.0.1:55432/warren?sslmode=disable"
+        ?? "postgres://warren@127.0.0.1:15432/warren?sslmode=disable"
 
     static func withStore(_ backend: Backend, _ body: (SQLConversationStore) async throws -> Void) async throws {
         let logger = Logger(label: "test")
