@@ -43,12 +43,6 @@ struct BenchOptions: ParsableArguments {
     @Option var inboxPacedMessages = 10000
     @Option(help: "Acked inboxes (warren-inbox, amqp-ack): deliveries acknowledged together, one ack frame (Warren `ids`, AMQP `multiple`) every this many. 1 acks each delivery.")
     var ackEvery = 50
-
-    mutating func validate() throws {
-        // Both sides hold at most 100 unacknowledged (Warren's inbox prefetch, amqp-ack's QoS):
-        // more than half of it unacked would stall them on the acks, not measure them.
-        guard (1...50).contains(ackEvery) else { throw ValidationError("--ack-every must be 1 to 50") }
-    }
     @Option(help: "Idle socket counts, comma-separated.")
     var idleSockets = "1000,5000,10000"
     @Option(help: "How long idle sockets are held (pings every 10 s).")
@@ -97,6 +91,12 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "At most this long waiting for the broker to go quiet before each run.")
     var quietSeconds = 60
     @Option var seed: UInt64 = 7
+
+    mutating func validate() throws {
+        // Both sides hold at most 100 unacknowledged (Warren's inbox prefetch, amqp-ack's QoS):
+        // more than half of it unacked would stall them on the acks, not measure them.
+        guard (1...50).contains(ackEvery) else { throw ValidationError("--ack-every must be 1 to 50") }
+    }
 }
 
 @main
