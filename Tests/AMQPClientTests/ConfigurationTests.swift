@@ -110,3 +110,31 @@ import Testing
         #expect(t.orderedConsumers.map(\.consume.consumerTag) == odd.filter { 1 + $0 % 3 != 2 }.map { "c\($0)" })
     }
 }
+
+/// Restoring a connection on a cluster whose node died: a queue declared again a moment ago and
+/// then not found by its own bind or consume must make the whole restore retry, not be skipped.
+@Suite struct RestoreRetryTests {
+    static func closed(_ code: UInt16) -> AMQPError {
+        .channelClosed(CloseArguments(replyCode: code, replyText: "NOT_FOUND - no queue 'q' in vhost '/'", classID: 60, methodID: 20))
+    }
+
+    @Test func aQueueDeclaredAgainAndThenNotFoundRetriesTheRestore() {
+        let error = AMQPConnection.retryIfRedeclaredQueueVanished(Self.closed(ReplyCode.notFound), queue: "warren.live.n1",
+                                                                  declared: ["warren.live.n1", "warren.presence.n1"])
+        #expect(AMQPConnection.isLinkFailure(error), "a link failure: the attempt is retried after backoff")
+        guard case .connectionLost(let text) = error else { Issue.record("got \(error)"); return }
+        #expect(text.contains("warren.live.n1"))
+    }
+
+    @Test func otherFailuresAreSkippedAsBefore() {
+        // A queue this client never declared (a durable inbox the broker keeps): skipped, as before.
+        let undeclared = AMQPConnection.retryIfRedeclaredQueueVanished(Self.closed(ReplyCode.notFound), queue: "warren.inbox.a.b",
+                                                                       declared: ["warren.live.n1"])
+        #expect(undeclared == Self.closed(ReplyCode.notFound))
+        #expect(!AMQPConnection.isLinkFailure(undeclared))
+        // Another channel error on a declared queue (406 PRECONDITION_FAILED): skipped.
+        let other = AMQPConnection.retryIfRedeclaredQueueVanished(Self.closed(406), queue: "warren.live.n1", declared: ["warren.live.n1"])
+        #expect(other == Self.closed(406))
+        #expect(!AMQPConnection.isLinkFailure(other))
+    }
+}

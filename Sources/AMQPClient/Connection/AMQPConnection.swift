@@ -392,11 +392,15 @@ public final class AMQPConnection: Sendable {
                 }
             }
         }
-        let bindings = shared.withLockedValue { $0.topology.bindings }
+        let (bindings, declared) = shared.withLockedValue { s in (s.topology.bindings, Set(s.topology.orderedQueues.map(\.name))) }
         for b in bindings {
             try await scratch.run("binding \(b.exchange) -> \(b.queue) (\(b.routingKey))") { id in
-                _ = try await self.request(.queueBind(QueueBind(queue: b.queue, exchange: b.exchange, routingKey: b.routingKey,
-                                                                 arguments: b.arguments)), channel: id, on: link)
+                do {
+                    _ = try await self.request(.queueBind(QueueBind(queue: b.queue, exchange: b.exchange, routingKey: b.routingKey,
+                                                                     arguments: b.arguments)), channel: id, on: link)
+                } catch let error as AMQPError {
+                    throw Self.retryIfRedeclaredQueueVanished(error, queue: b.queue, declared: declared)
+                }
             }
         }
         try await scratch.close()
@@ -404,7 +408,11 @@ public final class AMQPConnection: Sendable {
         let consumers = shared.withLockedValue { $0.topology.orderedConsumers }
         for consumer in consumers {
             do {
-                _ = try await request(.basicConsume(consumer.consume), channel: consumer.channel, sink: consumer.sink, on: link)
+                do {
+                    _ = try await request(.basicConsume(consumer.consume), channel: consumer.channel, sink: consumer.sink, on: link)
+                } catch let error as AMQPError {
+                    throw Self.retryIfRedeclaredQueueVanished(error, queue: consumer.consume.queue, declared: declared)
+                }
             } catch let error as AMQPError where !Self.isLinkFailure(error) {
                 reportRecoveryFailure("consumer \(consumer.consume.consumerTag)", error)
                 if shared.withLockedValue({ $0.topology.deleteConsumer(consumer.consume.consumerTag) }) != nil {
@@ -412,6 +420,19 @@ public final class AMQPConnection: Sendable {
                 }
             }
         }
+    }
+
+    /// A bind or consume during restore answered 404 for a queue this restore had just declared
+    /// again: the broker was still removing the queue's previous incarnation (an exclusive queue
+    /// whose cluster node died, still listed when it was declared) and took the declaration for
+    /// it. Skipping the entity would leave a consumer or binding gone for good, so the error
+    /// becomes a link failure: the whole attempt is retried after backoff, on a broker that has
+    /// finished its clean-up. Any other error is returned as it is.
+    static func retryIfRedeclaredQueueVanished(_ error: AMQPError, queue: String, declared: Set<String>) -> AMQPError {
+        guard case .channelClosed(let reason) = error, reason.replyCode == ReplyCode.notFound, declared.contains(queue) else {
+            return error
+        }
+        return .connectionLost("queue '\(queue)' vanished right after it was declared again (\(reason.replyText)); restoring again")
     }
 
     /// Whether a failure during restore aborts the whole attempt (retried after backoff)
