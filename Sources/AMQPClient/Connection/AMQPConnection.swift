@@ -382,17 +382,21 @@ public final class AMQPConnection: Sendable {
                 _ = try await self.request(.exchangeDeclare(exchange.declare), channel: id, on: link)
             }
         }
+        // The queues this attempt declared (under their names now): a 404 on one of them later
+        // retries the attempt; one whose declaration failed and was skipped is not among them.
+        var declared = Set<String>()
         for queue in topology.orderedQueues {
             try await scratch.run("queue \(queue.name)") { id in
                 var declare = queue.declare
                 declare.queue = queue.serverNamed ? "" : queue.name
-                if case .method(.queueDeclareOk(let ok)) = try await self.request(.queueDeclare(declare), channel: id, on: link),
-                   ok.queue != queue.name {
-                    self.record { $0.renameQueue(queue.name, to: ok.queue) }
+                guard case .method(.queueDeclareOk(let ok)) = try await self.request(.queueDeclare(declare), channel: id, on: link) else {
+                    return
                 }
+                if ok.queue != queue.name { self.record { $0.renameQueue(queue.name, to: ok.queue) } }
+                declared.insert(ok.queue)
             }
         }
-        let (bindings, declared) = shared.withLockedValue { s in (s.topology.bindings, Set(s.topology.orderedQueues.map(\.name))) }
+        let bindings = shared.withLockedValue { $0.topology.bindings }
         for b in bindings {
             try await scratch.run("binding \(b.exchange) -> \(b.queue) (\(b.routingKey))") { id in
                 do {
