@@ -96,7 +96,7 @@ final class PollHandler: ChannelInboundHandler {
 
     private func poll(_ context: ChannelHandlerContext) {
         guard let session else { return }
-        var uri = "/v1/poll/\(session)?user=\(user)&wait=\(wait)&max=100"
+        var uri = "/v1/poll/\(session)?user=\(user)&wait=\(wait)"
         if let cursor { uri += "&ack=\(cursor)" }
         request(context, .GET, uri, body: nil)
     }

@@ -4,8 +4,10 @@ public struct PollSettings: Sendable, Equatable {
     public var sessionTTL: Int = 120
     /// Longest `wait` honoured, in seconds (larger values are clamped).
     public var maxWait: Int = 30
-    /// Most messages one answer carries (larger `max` values are clamped).
-    public var maxBatch: Int = 100
+    /// Most messages one answer carries (larger `max` values are clamped). Large enough that a
+    /// poller catching up after a burst takes it in a few round trips, as Nchan's multipart
+    /// answers do; an inbox subscription still hands out at most `inbox.prefetch` at a time.
+    public var maxBatch: Int = 1000
     /// Seconds a delivered batch stays leased before it is handed back to RabbitMQ.
     public var lease: Int = 60
     /// Live deliveries a node buffers for one session at most (oldest dropped): a poller that
