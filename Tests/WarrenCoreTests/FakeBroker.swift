@@ -15,17 +15,20 @@ final class FakeChannel: BrokerChannel {
         var nextTag: UInt64 = 0
         var nextConsumer = 0
         var failNext: AMQPError?
+        var closed: AMQPError?
+        var returns: [AsyncStream<AMQPReturnedMessage>.Continuation] = []
     }
     private let state = NIOLockedValueBox(State())
 
     init(_ name: String) { self.name = name }
 
-    var closeReason: AMQPError? { nil }
+    var closeReason: AMQPError? { state.withLockedValue { $0.closed } }
     var calls: [String] { state.withLockedValue { $0.calls } }
     var consumerTags: [String] { state.withLockedValue { Array($0.consumers.keys).sorted() } }
 
     private func record(_ call: String) throws {
         try state.withLockedValue { s in
+            if let closed = s.closed { throw closed }
             s.calls.append(call)
             if let e = s.failNext {
                 s.failNext = nil
@@ -77,7 +80,36 @@ final class FakeChannel: BrokerChannel {
         promise.succeed(())
         return promise
     }
-    func returns() -> AsyncStream<AMQPReturnedMessage> { AsyncStream { $0.finish() } }
+    /// Ends when the channel is closed (``closeByBroker(_:)``), as an AMQP channel's does.
+    func returns() -> AsyncStream<AMQPReturnedMessage> {
+        let (stream, continuation) = AsyncStream<AMQPReturnedMessage>.makeStream()
+        let open = state.withLockedValue { s in
+            if s.closed == nil { s.returns.append(continuation) }
+            return s.closed == nil
+        }
+        if !open { continuation.finish() }
+        return stream
+    }
+    func close() async throws { try record("close") }
+
+    /// The broker closes the channel with a channel error (`code`, say 406): later calls fail,
+    /// its returns end and its consumers are finished with the error.
+    func closeByBroker(_ code: UInt16 = 406) {
+        let error = AMQPError.channelClosed(CloseArguments(replyCode: code, replyText: "closed by the fake broker"))
+        let (returns, sinks) = state.withLockedValue { s in
+            s.closed = error
+            defer { s.returns = []; s.consumers = [:] }
+            return (s.returns, Array(s.consumers.values))
+        }
+        returns.forEach { $0.finish() }
+        sinks.forEach { $0.finish(error) }
+    }
+
+    /// The broker cancels consumer `consumerTag` (its queue was deleted); the channel stays open.
+    func cancelByBroker(_ consumerTag: String) {
+        let sink = state.withLockedValue { $0.consumers.removeValue(forKey: consumerTag) }
+        sink?.finish(.consumerCancelled(consumerTag: consumerTag))
+    }
 
     /// Hands a message to the consumer `consumerTag`, as the broker would; returns its delivery tag.
     @discardableResult

@@ -70,6 +70,66 @@ struct BrokerTroubleTests {
         #expect(try await s.next(op: "msg").env?["body"] == .string("again"))
         _ = await s.close()
     }
+
+    /// An operator deletes a node's own queues (live fan-out, presence): the broker cancels
+    /// their consumers, and Warren declares, binds and consumes them again instead of going
+    /// quiet — a live subscriber gets what is published afterwards, and the node hears another
+    /// node's presence again.
+    @Test func deletedLiveAndPresenceQueuesAreSetUpAgain() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let other = try await WarrenInstance.start(exchange: warren.exchange)
+        defer { Task { await other.stop() } }
+        let room = "room.gone\(UUID().uuidString.prefix(6).lowercased())"
+        let listener = try await warren.socket(uniqueUser("listener"))
+        try await listener.subscribe("r", room)
+        let talker = try await warren.socket(uniqueUser("talker"))
+        _ = try await talker.request(#"{"op":"pub","route":"\#(room)","body":"before"}"#, expect: "puback")
+        #expect(try await listener.next(op: "msg").env?["body"] == .string("before"))
+
+        _ = try Broker.ctl("delete_queue", "warren.live.\(warren.nodeID)")
+        _ = try Broker.ctl("delete_queue", "warren.presence.\(warren.nodeID)")
+        #expect(await warren.process.waitForLog("live consumer set up again"))
+        #expect(await warren.process.waitForLog("presence consumer set up again"))
+        _ = try await talker.request(#"{"op":"pub","route":"\#(room)","body":"after"}"#, expect: "puback")
+        #expect(try await listener.next(op: "msg").env?["body"] == .string("after"), "live delivery resumed")
+        // Someone joins on the other node: this node hears of it through its new presence queue.
+        let visitor = try await other.socket(uniqueUser("visitor"))
+        _ = try await visitor.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(try await PresenceIntegrationTests.awaitUsers(warren, route: room, [visitor.name], asking: listener.name))
+        _ = await visitor.close()
+        _ = await listener.close()
+        _ = await talker.close()
+    }
+
+    /// The broker closes Warren's publishing channel with a channel error (here: a message above
+    /// the `max_message_size` the broker had when the channel opened). That publish is answered
+    /// `unavailable`; a new channel takes its place and the next publishes go through — one bad
+    /// message does not leave the node unable to publish until it restarts.
+    @Test func aPublishingChannelClosedByTheBrokerIsReplaced() async throws {
+        try Broker.ctl("eval", "application:set_env(rabbit, max_message_size, 2048).")
+        let warren: WarrenInstance
+        do {
+            warren = try await WarrenInstance.start()
+        } catch {
+            try Broker.ctl("eval", "application:set_env(rabbit, max_message_size, 134217728).")
+            throw error
+        }
+        defer { Task { await warren.stop() } }
+        // Channels opened from now on take the default again; Warren's open ones keep 2,048.
+        try Broker.ctl("eval", "application:set_env(rabbit, max_message_size, 134217728).")
+        let room = "room.big\(UUID().uuidString.prefix(6).lowercased())"
+        let s = try await warren.socket(uniqueUser("big"))
+        try await s.subscribe("r", room)
+        let big = String(repeating: "x", count: 4000)
+        try await s.send(#"{"op":"pub","route":"\#(room)","body":"\#(big)","cid":"too-big"}"#)
+        let refused = try await s.next(op: "error")
+        #expect(refused["code"]?.stringValue == "unavailable" && refused["ref"]?.stringValue == "too-big", "\(refused)")
+        #expect(await warren.process.waitForLog("publishing channel replaced"))
+        _ = try await s.request(#"{"op":"pub","route":"\#(room)","body":"\#(big)","cid":"again"}"#, expect: "puback")
+        #expect(try await s.next(op: "msg").env?["body"]?.stringValue?.count == 4000)
+        _ = await s.close()
+    }
 }
 
 @Suite("Warren over TLS to the broker", .serialized)

@@ -98,6 +98,29 @@ struct StoreFailureTests {
         try await StoreTests.deleteQueue(queue)
     }
 
+    /// An operator deletes the store queue: the broker cancels the writer's consumer, and the
+    /// node declares, binds and consumes `warren.store` again, so what is published afterwards
+    /// is stored.
+    @Test func aDeletedStoreQueueIsSetUpAgain() async throws {
+        let (url, remove) = try await StoreTests.makeDatabase(.postgres)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let node = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": url, "WARREN_STORE_QUEUE": queue])
+        let route = "room.deleted\(UUID().uuidString.prefix(6).lowercased())"
+        let socket = try await node.socket(uniqueUser("alice"))
+        var ids = try await Self.publish(20, route: route, over: socket)
+        #expect(try await Self.awaitStoredCount(url, route: route, expected: 20).count == 20)
+
+        _ = try Broker.ctl("delete_queue", queue)
+        #expect(await node.process.waitForLog("the store's consumer set up again"))
+        ids += try await Self.publish(20, route: route, over: socket)
+        let stored = try await Self.awaitStoredCount(url, route: route, expected: 40)
+        #expect(Set(stored) == Set(ids), "what was published after the queue came back is stored")
+        _ = await socket.close()
+        await node.stop()
+        await remove()
+        try await StoreTests.deleteQueue(queue)
+    }
+
     @Test func aDatabaseOutageOf30SecondsLosesNothingAndReadinessFollowsIt() async throws {
         let (url, remove) = try await StoreTests.makeDatabase(.postgres)
         let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"

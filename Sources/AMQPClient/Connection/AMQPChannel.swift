@@ -160,10 +160,11 @@ public final class AMQPChannel: Sendable {
                           properties: properties)
     }
 
-    /// Messages the broker returned (mandatory publishes it could not route).
+    /// Messages the broker returned (mandatory publishes it could not route). The stream ends
+    /// when the channel closes (at once if it is closed already); a link loss does not end it.
     public func returns() -> AsyncStream<AMQPReturnedMessage> {
         let (stream, continuation) = AsyncStream<AMQPReturnedMessage>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        connection.updateChannel(id) { $0.returns.append(continuation) }
+        if !connection.updateChannel(id, { $0.returns.append(continuation) }) { continuation.finish() }
         return stream
     }
 

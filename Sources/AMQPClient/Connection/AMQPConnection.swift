@@ -208,9 +208,13 @@ public final class AMQPConnection: Sendable {
         shared.withLockedValue { body(&$0.topology) }
     }
 
-    func updateChannel(_ id: UInt16, _ body: (inout ChannelRecord) -> Void) {
+    /// Changes the record of channel `id`; false when there is none (the channel is closed).
+    @discardableResult
+    func updateChannel(_ id: UInt16, _ body: (inout ChannelRecord) -> Void) -> Bool {
         shared.withLockedValue { s in
-            if s.channels[id] != nil { body(&s.channels[id]!) }
+            guard s.channels[id] != nil else { return false }
+            body(&s.channels[id]!)
+            return true
         }
     }
 

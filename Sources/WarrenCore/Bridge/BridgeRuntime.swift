@@ -144,7 +144,7 @@ public final class BridgeRuntime: Sendable {
         // The live queue is exclusive to the connection that declared it: its consumer and its
         // bindings stay on that connection.
         let hub = LiveHub(channel: try await primary.openChannel(), bindChannel: try await primary.openChannel(),
-                          queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
+                          reopenBindChannel: { try await primary.openChannel() }, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
                           bindAllAfter: configuration.amqp.liveBindAllAfter, metrics: metrics, logger: logger)
         try await hub.start()
         let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,
@@ -159,7 +159,11 @@ public final class BridgeRuntime: Sendable {
             try await writer.start()
             conversations.attach(writer)
         }
-        let publisher = Publisher(channel: publishChannel, exchange: configuration.amqp.exchange, metrics: metrics,
+        let publisher = Publisher(channel: publishChannel, reopen: {
+                                      let channel = try await primary.openChannel()
+                                      try await channel.confirmSelect()
+                                      return channel
+                                  }, exchange: configuration.amqp.exchange, metrics: metrics,
                                   logger: logger, blockedReason: { primary.blockedReason })
         var presence: Presence?
         if configuration.presence.enabled {

@@ -41,6 +41,13 @@ public struct LiveBindings: Sendable, Equatable {
 
     public init(bindAllAfter: Int) { self.bindAllAfter = max(0, bindAllAfter) }
 
+    /// The routing keys the queue is bound with now, in order (to bind them all again).
+    public var brokerKeys: [String] {
+        var keys = own
+        if all { keys.insert("#") }
+        return keys.sorted()
+    }
+
     /// `pattern` got its first local subscriber; `distinct` patterns have one now, it included.
     public func added(_ pattern: String, distinct: Int) -> [Step] {
         if all || own.contains(pattern) { return [] }

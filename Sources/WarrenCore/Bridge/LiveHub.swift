@@ -65,8 +65,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// deliveries must not wait behind binding changes (a client churning subscriptions would
     /// otherwise delay every live delivery on the node).
     let channel: any BrokerChannel
-    /// Binds and unbinds the live queue's patterns.
-    let bindChannel: any BrokerChannel
+    /// Binds and unbinds the live queue's patterns (replaced when the broker closes it).
+    let bindChannel: ReplaceableChannel
     let logger: Logger
     let metrics: WarrenMetrics
     let ids = UUIDv7Generator()
@@ -76,12 +76,14 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     private let bindings: NIOLockedValueBox<LiveBindings>
 
     /// `bindAllAfter`: past this many distinct patterns the queue is bound with `#` instead of
-    /// each pattern (0: never).
-    public init(channel: any BrokerChannel, bindChannel: any BrokerChannel, queue: String, exchange: String, bindAllAfter: Int = 0,
-                metrics: WarrenMetrics, logger: Logger) {
+    /// each pattern (0: never). `reopenBindChannel` opens another binding channel on the same
+    /// connection when the broker closed `bindChannel` (nil: never replaced).
+    public init(channel: any BrokerChannel, bindChannel: any BrokerChannel,
+                reopenBindChannel: (@Sendable () async throws -> any BrokerChannel)? = nil, queue: String, exchange: String,
+                bindAllAfter: Int = 0, metrics: WarrenMetrics, logger: Logger) {
         self.metrics = metrics
         self.channel = channel
-        self.bindChannel = bindChannel
+        self.bindChannel = ReplaceableChannel(bindChannel, open: reopenBindChannel)
         self.queue = queue
         self.exchange = exchange
         self.logger = logger
@@ -91,9 +93,27 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
 
     /// Declares the node's queue and starts consuming (no-ack: live is at most once).
     public func start() async throws {
+        try await serial.run { [self] in try await establish() }
+    }
+
+    /// Declares the queue, binds what the node's subscribers need now, and consumes it: at start
+    /// (nothing to bind yet), and again after the broker cancelled the consumer.
+    private func establish() async throws {
         try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],
                                        recordForRecovery: true)
+        for key in bindings.withLockedValue({ $0.brokerKeys }) {
+            try await binder().bind(queue: queue, exchange: exchange, pattern: key, recorded: true)
+        }
         _ = try await channel.startConsumer(queue: queue, noAck: true, exclusive: true, sink: self)
+    }
+
+    /// The binding channel; a new one if the broker closed it (a bind refused with a channel
+    /// error must not leave the node unable to bind again).
+    private func binder() async throws -> any BrokerChannel {
+        let current = bindChannel.channel
+        guard ReplaceableChannel.closedByBroker(current) else { return current }
+        logger.warning("the broker closed the live binding channel; opening another")
+        return try await bindChannel.replace(current)
     }
 
     /// How many distinct live patterns this node's subscribers use.
@@ -152,10 +172,11 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     private func perform(_ steps: [LiveBindings.Step]) async throws {
         for step in steps {
             if let call = bindings.withLockedValue({ $0.brokerCall(step) }) {
+                let binder = try await binder()
                 if call.bind {
-                    try await bindChannel.bind(queue: queue, exchange: exchange, pattern: call.key, recorded: true)
+                    try await binder.bind(queue: queue, exchange: exchange, pattern: call.key, recorded: true)
                 } else {
-                    try await bindChannel.unbind(queue: queue, exchange: exchange, pattern: call.key)
+                    try await binder.unbind(queue: queue, exchange: exchange, pattern: call.key)
                 }
             }
             bindings.withLockedValue { $0.apply(step) }
@@ -209,8 +230,24 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
     }
 
+    /// The consumer ended. Cancelled by the broker (the live queue was deleted) with its channel
+    /// still open, the queue is declared, bound and consumed again, so the node does not go
+    /// quiet; what was published meanwhile is lost (live is at most once).
     public func finish(_ error: AMQPError?) {
-        if let error { logger.error("live consumer ended", metadata: ["error": "\(error)"]) }
+        guard let error else { return }
+        guard case .consumerCancelled = error else {
+            logger.error("live consumer ended", metadata: ["error": "\(error)"])
+            return
+        }
+        logger.warning("the broker cancelled the live consumer (its queue deleted?); setting it up again")
+        Task { [self] in
+            let done = await BrokerRetry.untilDone("setting the live consumer up again", logger: logger,
+                                                   stop: { [channel] _ in channel.closeReason != nil }) {
+                try await serial.run { [self] in try await establish() }
+                return true
+            }
+            if done == true { logger.info("live consumer set up again") }
+        }
     }
 }
 

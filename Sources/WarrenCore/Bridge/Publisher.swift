@@ -8,9 +8,11 @@ import NIOCore
 /// One confirm-mode channel carries every publish; confirms are pipelined, so
 /// many sends are in flight at once. A send is answered only after the broker
 /// confirmed every route of it; the `(from, cid)` cache makes a retried send
-/// return the first ids instead of publishing twice.
+/// return the first ids instead of publishing twice. When the broker closes the
+/// channel with a channel error, the sends on it are answered `unavailable` and a
+/// new channel takes its place (``ReplaceableChannel``).
 public final class Publisher: Sendable {
-    let channel: any BrokerChannel
+    let link: ReplaceableChannel
     let exchange: String
     let confirmTimeout: Duration
     let ids = UUIDv7Generator()
@@ -23,19 +25,35 @@ public final class Publisher: Sendable {
     /// Tells whether the broker has blocked publishing (a resource alarm).
     let blockedReason: @Sendable () -> String?
 
-    public init(channel: any BrokerChannel, exchange: String, confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger,
-         blockedReason: @escaping @Sendable () -> String? = { nil }) {
-        self.channel = channel
+    /// `reopen` opens a replacement confirm-mode channel when the broker closed the current one
+    /// (nil: never replaced).
+    public init(channel: any BrokerChannel, reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, exchange: String,
+                confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger,
+                blockedReason: @escaping @Sendable () -> String? = { nil }) {
+        let link = ReplaceableChannel(channel, open: reopen)
+        self.link = link
         self.blockedReason = blockedReason
         self.exchange = exchange
         self.confirmTimeout = confirmTimeout
         self.metrics = metrics
         self.dedup = NIOLockedValueBox(DedupCache())
         // Publishes are mandatory: a message no queue was bound for comes back and is counted.
-        let returns = channel.returns()
+        // The returns end when the channel closes: closed by the broker, it is replaced.
         Task {
-            for await returned in returns {
-                metrics.dropped(returned.routingKey, .unroutable)
+            var channel = channel
+            while true {
+                for await returned in channel.returns() {
+                    metrics.dropped(returned.routingKey, .unroutable)
+                }
+                guard reopen != nil, ReplaceableChannel.closedByBroker(channel) else { return }
+                logger.warning("the broker closed the publishing channel; opening another",
+                               metadata: ["reason": "\(channel.closeReason.map { "\($0)" } ?? "")"])
+                let closed = channel
+                guard let fresh = await BrokerRetry.untilDone("opening a publishing channel", logger: logger, {
+                    try await link.replace(closed)
+                }), fresh !== closed else { return }
+                logger.info("publishing channel replaced")
+                channel = fresh
             }
         }
     }
@@ -87,6 +105,7 @@ public final class Publisher: Sendable {
             throw ProtocolError(.unavailable, "the broker is refusing publishes for now (\(reason)); retry later", ref: request.cid)
         }
         var confirms: [EventLoopFuture<Void>] = []
+        let channel = link.channel
         do {
             for (envelope, bytes) in envelopes {
                 confirms.append(try channel.startPublish(ByteBuffer(bytes: bytes), exchange: exchange, routingKey: envelope.route,

@@ -27,8 +27,10 @@ public protocol BrokerChannel: AnyObject, Sendable {
     /// Writes a publish now and returns the promise its broker confirm completes.
     func startPublish(_ body: ByteBuffer, exchange: String, routingKey: String, mandatory: Bool, properties: BasicProperties,
                       timeout: TimeAmount?) throws -> EventLoopPromise<Void>
-    /// Mandatory publishes the broker could not route.
+    /// Mandatory publishes the broker could not route; the stream ends when the channel closes.
     func returns() -> AsyncStream<AMQPReturnedMessage>
+    /// Closes the channel.
+    func close() async throws
 }
 
 extension AMQPChannel: BrokerChannel {}

@@ -45,11 +45,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// Binds this node's queue, starts hearing the others, announces itself, and starts the
     /// periodic announcements and expiry.
     func start() async throws {
-        let queue = "warren.presence.\(node)"
-        try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],
-                                       recordForRecovery: true)
-        try await channel.queueBind(queue: queue, exchange: exchange, routingKey: "", arguments: [:], recordForRecovery: true)
-        try await channel.consume(queue: queue, consumerTag: nil, noAck: true, exclusive: true, arguments: [:], sink: self)
+        try await listen()
         announce(.state(node: node, entries: []))
         let interval = max(1, settings.timeoutSeconds / 3)
         ticker.withLockedValue { $0 = Task { [weak self] in
@@ -160,7 +156,33 @@ public final class Presence: AMQPDeliverySink, Sendable {
         }
     }
 
+    /// Declares and binds this node's queue and consumes it.
+    private func listen() async throws {
+        let queue = "warren.presence.\(node)"
+        try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],
+                                       recordForRecovery: true)
+        try await channel.queueBind(queue: queue, exchange: exchange, routingKey: "", arguments: [:], recordForRecovery: true)
+        try await channel.consume(queue: queue, consumerTag: nil, noAck: true, exclusive: true, arguments: [:], sink: self)
+    }
+
+    /// The consumer ended. Cancelled by the broker (the queue was deleted) with its channel still
+    /// open, the queue is declared, bound and consumed again, and the whole state announced.
     public func finish(_ error: AMQPError?) {
-        if let error { logger.error("the presence consumer ended", metadata: ["error": "\(error)"]) }
+        guard let error else { return }
+        guard case .consumerCancelled = error else {
+            logger.error("the presence consumer ended", metadata: ["error": "\(error)"])
+            return
+        }
+        logger.warning("the broker cancelled the presence consumer (its queue deleted?); setting it up again")
+        Task { [self] in
+            let done = await BrokerRetry.untilDone("setting the presence consumer up again", logger: logger,
+                                                   stop: { [channel] _ in channel.closeReason != nil }) {
+                try await listen()
+                return true
+            }
+            guard done == true else { return }
+            logger.info("presence consumer set up again")
+            announceState()
+        }
     }
 }

@@ -1,0 +1,78 @@
+import AMQPClient
+import Logging
+import NIOCore
+import Testing
+@testable import WarrenCore
+
+/// What the broker can end on its own — a consumer (its queue deleted), a channel (a channel
+/// error) — and how the node carries on, event by event on the fake broker.
+@Suite("Consumers and channels the broker ends")
+struct BrokerEndingTests {
+    static func consumes(_ channel: FakeChannel) -> Int { channel.calls.filter { $0.hasPrefix("consume") }.count }
+
+    /// The live queue deleted: the broker cancels the node's live consumer; the hub declares the
+    /// queue again, binds what its subscribers need and consumes it, and live delivery resumes.
+    @Test func theLiveConsumerIsSetUpAgainAfterTheBrokerCancelledIt() async throws {
+        let bridge = try await FakeBridge()
+        let out = RecordingOutput()
+        let alice = ClientSession(runtime: bridge.runtime, user: "alice", device: "d",
+                                  rules: AccessPolicy.standard.resolved(for: "alice"), output: out, logger: Logger(label: "test"))
+        await alice.handle(ByteBuffer(string: #"{"op":"sub","id":"r","pattern":"room.x"}"#))
+        #expect(bridge.binds.calls == ["bind warren.live.test room.x"])
+
+        bridge.live.cancelByBroker(bridge.liveConsumer)
+        #expect(await eventually { Self.consumes(bridge.live) == 2 && bridge.live.consumerTags.count == 1 })
+        #expect(bridge.live.calls == ["declare warren.live.test", "consume warren.live.test",
+                                      "declare warren.live.test", "consume warren.live.test"])
+        #expect(bridge.binds.calls == ["bind warren.live.test room.x", "bind warren.live.test room.x"],
+                "the subscribers' pattern is bound again")
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.x", body: "after")
+        #expect(out.json.last?["env"]?["body"]?.stringValue == "after")
+        await alice.end()
+    }
+
+    /// A bind the broker refused with a channel error closed the binding channel: the next
+    /// binding change opens another one instead of failing for good.
+    @Test func aClosedBindingChannelIsReplacedAtTheNextBindingChange() async throws {
+        let live = FakeChannel("live"), first = FakeChannel("binds1"), second = FakeChannel("binds2")
+        let hub = LiveHub(channel: live, bindChannel: first, reopenBindChannel: { second }, queue: "warren.live.t",
+                          exchange: "chat", metrics: .disabled, logger: Logger(label: "test"))
+        try await hub.start()
+        let owner = RecordingOutput()
+        try await hub.subscribe(try TopicPattern("room.a"), subscriber: LiveSubscriber(session: ObjectIdentifier(owner), subscriptionID: "a"))
+        first.closeByBroker(404)
+        try await hub.subscribe(try TopicPattern("room.b"), subscriber: LiveSubscriber(session: ObjectIdentifier(owner), subscriptionID: "b"))
+        #expect(first.calls == ["bind warren.live.t room.a"])
+        #expect(second.calls == ["bind warren.live.t room.b"])
+        #expect(hub.currentBindings.own == ["room.a", "room.b"])
+    }
+
+    /// A channel error closes the publishing channel: a new confirm channel takes its place and
+    /// later publishes go through it. Without a way to reopen, nothing spins.
+    @Test func theBrokerClosingThePublishingChannelOpensAnother() async throws {
+        let first = FakeChannel("publish1"), second = FakeChannel("publish2")
+        let publisher = Publisher(channel: first, reopen: { second }, exchange: "chat", metrics: .disabled, logger: Logger(label: "test"))
+        let request = PublishRequest(routes: [try RouteKey("alice.bob")], multicast: false, type: "text", body: .string("hi"),
+                                     cid: nil, transient: false, headers: [])
+        _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
+        first.closeByBroker(406)
+        await #expect(throws: ProtocolError.self) {
+            _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
+        }
+        #expect(await eventually { publisher.link.channel === second })
+        _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
+        #expect(first.calls == ["publish alice.bob"] && second.calls == ["publish alice.bob"])
+    }
+
+    /// `warren.store` deleted: the writer declares, binds and consumes it again, and what comes
+    /// next is stored.
+    @Test func theStoreConsumerIsSetUpAgainAfterTheBrokerCancelledIt() async throws {
+        let store = FakeStore()
+        let (_, channel, consumer) = try await StoreWriterTests.writer(store)
+        channel.cancelByBroker(consumer)
+        #expect(await eventually { Self.consumes(channel) == 2 && channel.consumerTags.count == 1 })
+        channel.deliver(to: channel.consumerTags[0], routingKey: "alice.bob", body: "after")
+        #expect(await eventually { store.batches.flatMap { $0 }.count == 1 })
+        #expect(await eventually { StoreWriterTests.acks(channel) == ["ack 1+"] })
+    }
+}
