@@ -89,8 +89,8 @@ struct BrokerTroubleTests {
 
         _ = try Broker.ctl("delete_queue", "warren.live.\(warren.nodeID)")
         _ = try Broker.ctl("delete_queue", "warren.presence.\(warren.nodeID)")
-        #expect(await warren.process.waitForLog("live consumer set up again"))
-        #expect(await warren.process.waitForLog("presence consumer set up again"))
+        #expect(await warren.process.waitForLog("the live consumer set up again"))
+        #expect(await warren.process.waitForLog("the presence consumer set up again"))
         _ = try await talker.request(#"{"op":"pub","route":"\#(room)","body":"after"}"#, expect: "puback")
         #expect(try await listener.next(op: "msg").env?["body"] == .string("after"), "live delivery resumed")
         // Someone joins on the other node: this node hears of it through its new presence queue.

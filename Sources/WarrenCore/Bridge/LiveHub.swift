@@ -234,19 +234,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// still open, the queue is declared, bound and consumed again, so the node does not go
     /// quiet; what was published meanwhile is lost (live is at most once).
     public func finish(_ error: AMQPError?) {
-        guard let error else { return }
-        guard case .consumerCancelled = error else {
-            logger.error("live consumer ended", metadata: ["error": "\(error)"])
-            return
-        }
-        logger.warning("the broker cancelled the live consumer (its queue deleted?); setting it up again")
-        Task { [self] in
-            let done = await BrokerRetry.untilDone("setting the live consumer up again", logger: logger,
-                                                   stop: { [channel] _ in channel.closeReason != nil }) {
-                try await serial.run { [self] in try await establish() }
-                return true
-            }
-            if done == true { logger.info("live consumer set up again") }
+        BrokerRetry.setUpAgain(after: error, "the live consumer", channel: channel, logger: logger) { [self] in
+            try await serial.run { [self] in try await establish() }
         }
     }
 }

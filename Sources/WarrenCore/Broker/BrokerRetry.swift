@@ -25,3 +25,29 @@ enum BrokerRetry {
         }
     }
 }
+
+extension BrokerRetry {
+    /// A consumer of one of the node's own queues ended with `error` (nil: Warren cancelled it).
+    /// Cancelled by the broker — its queue was deleted — with `channel` still open, `setUp`
+    /// (declaring, binding and consuming the queue again) runs on a task until it succeeds, then
+    /// `afterwards`; given up once `channel` is closed. Any other end is logged as an error.
+    static func setUpAgain(after error: AMQPError?, _ consumer: String, channel: any BrokerChannel, logger: Logger,
+                           _ setUp: @escaping @Sendable () async throws -> Void,
+                           afterwards: @escaping @Sendable () -> Void = {}) {
+        guard let error else { return }
+        guard case .consumerCancelled = error else {
+            logger.error("\(consumer) ended", metadata: ["error": "\(error)"])
+            return
+        }
+        logger.warning("the broker cancelled \(consumer) (its queue deleted?); setting it up again")
+        Task {
+            let done = await untilDone("setting \(consumer) up again", logger: logger, stop: { _ in channel.closeReason != nil }) {
+                try await setUp()
+                return true
+            }
+            guard done == true else { return }
+            logger.info("\(consumer) set up again")
+            afterwards()
+        }
+    }
+}

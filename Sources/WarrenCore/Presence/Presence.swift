@@ -168,21 +168,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// The consumer ended. Cancelled by the broker (the queue was deleted) with its channel still
     /// open, the queue is declared, bound and consumed again, and the whole state announced.
     public func finish(_ error: AMQPError?) {
-        guard let error else { return }
-        guard case .consumerCancelled = error else {
-            logger.error("the presence consumer ended", metadata: ["error": "\(error)"])
-            return
-        }
-        logger.warning("the broker cancelled the presence consumer (its queue deleted?); setting it up again")
-        Task { [self] in
-            let done = await BrokerRetry.untilDone("setting the presence consumer up again", logger: logger,
-                                                   stop: { [channel] _ in channel.closeReason != nil }) {
-                try await listen()
-                return true
-            }
-            guard done == true else { return }
-            logger.info("presence consumer set up again")
-            announceState()
-        }
+        BrokerRetry.setUpAgain(after: error, "the presence consumer", channel: channel, logger: logger,
+                               { [self] in try await listen() }, afterwards: { [self] in announceState() })
     }
 }

@@ -92,21 +92,9 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// still open, the queue is declared, bound and consumed again — otherwise every message
     /// published from then on would miss the store.
     public func finish(_ error: AMQPError?) {
-        guard let error else { return }
+        guard error != nil else { return }
         consumer.withLockedValue { $0 = (false, nil) }
-        guard case .consumerCancelled = error else {
-            logger.error("the store's consumer was ended by the broker", metadata: ["error": "\(error)"])
-            return
-        }
-        logger.warning("the broker cancelled the store's consumer (warren.store deleted?); setting it up again")
-        Task { [self] in
-            let done = await BrokerRetry.untilDone("setting the store's consumer up again", logger: logger,
-                                                   stop: { [channel] _ in channel.closeReason != nil }) {
-                try await start()
-                return true
-            }
-            if done == true { logger.info("the store's consumer set up again") }
-        }
+        BrokerRetry.setUpAgain(after: error, "the store's consumer", channel: channel, logger: logger) { [self] in try await start() }
     }
 
     private func write(_ batch: [Item]) {
