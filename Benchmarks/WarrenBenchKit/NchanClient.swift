@@ -128,7 +128,7 @@ public final class NchanPublisher: @unchecked Sendable {
                         try ch.pipeline.syncOperations.addHandler(NchanPublishHandler(port: self.port, state: state))
                     }
                 }
-                .connect(host: "127.0.0.1", port: port).get())
+                .connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: port)).get())
         }
         let opened = channels
         loop.execute { state.start(opened) }

@@ -43,29 +43,16 @@ public enum SocketClient {
         port: Int, path: String, dialect: SocketDialect, index: Int, recorder: Recorder
     ) -> EventLoopFuture<any Channel> {
         dial(port: port, recorder: recorder, name: "socket \(index)") { channel, ready in
-            var headers = HTTPHeaders()
-            headers.add(name: "Host", value: "127.0.0.1:\(port)")
-            headers.add(name: "Content-Length", value: "0")
-            switch dialect {
-            case .stomp, .idleStomp, .publishStomp: headers.add(name: "Sec-WebSocket-Protocol", value: "v12.stomp")
-            default: break
+            let subprotocol: String? = switch dialect {
+            case .stomp, .idleStomp, .publishStomp: "v12.stomp"
+            default: nil
             }
-            let request = UpgradeRequestHandler(
-                head: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers), ready: ready)
-            let upgrader = NIOWebSocketClientUpgrader(
-                maxFrameSize: 1 << 20,
-                upgradePipelineHandler: { channel, _ in
-                    channel.eventLoop.makeCompletedFuture {
-                        // The request handler is not one of the HTTP handlers the upgrade removes.
-                        let sync = channel.pipeline.syncOperations
-                        sync.removeHandler(context: try sync.context(handlerType: UpgradeRequestHandler.self), promise: nil)
-                        try channel.pipeline.syncOperations.addHandler(
-                            BenchSocketHandler(index: index, dialect: dialect, recorder: recorder, ready: ready))
-                    }
-                })
-            let config: NIOHTTPClientUpgradeSendableConfiguration = (upgraders: [upgrader], completionHandler: { _ in })
-            try channel.pipeline.syncOperations.addHTTPClientHandlers(withClientUpgrade: config)
-            try channel.pipeline.syncOperations.addHandler(request)
+            let upgrade = RawUpgradeHandler(host: "127.0.0.1:\(port)", path: path, protocol: subprotocol, ready: ready) { pipeline in
+                try pipeline.addHandler(WebSocketFrameEncoder())
+                try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 20)))
+                try pipeline.addHandler(BenchSocketHandler(index: index, dialect: dialect, recorder: recorder, ready: ready))
+            }
+            try channel.pipeline.syncOperations.addHandler(upgrade)
         }
     }
 }
@@ -76,33 +63,6 @@ extension SocketClient {
     public static func ping(_ channel: any Channel) {
         let frame = WebSocketFrame(fin: true, opcode: .ping, maskKey: .random(), data: ByteBuffer())
         channel.writeAndFlush(frame, promise: nil)
-    }
-}
-
-/// Sends the upgrade request once connected; a non-101 answer fails the socket.
-final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
-    let head: HTTPRequestHead
-    let ready: EventLoopPromise<Void>
-
-    init(head: HTTPRequestHead, ready: EventLoopPromise<Void>) {
-        self.head = head
-        self.ready = ready
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // Only reached when the server did not upgrade.
-        if case .head(let response) = unwrapInboundIn(data) {
-            ready.fail(BenchError.refused("upgrade answered \(response.status.code)"))
-            context.close(promise: nil)
-        }
     }
 }
 

@@ -264,7 +264,12 @@ public final class AMQPConnection: Sendable {
             }
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: endpoint.host, port: endpoint.port).get()
+            // An IP literal needs no resolver (NIO's would run getaddrinfo and Happy Eyeballs).
+            if let address = try? SocketAddress(ipAddress: endpoint.host, port: endpoint.port) {
+                channel = try await bootstrap.connect(to: address).get()
+            } else {
+                channel = try await bootstrap.connect(host: endpoint.host, port: endpoint.port).get()
+            }
         } catch {
             throw AMQPError.connectionFailed("\(endpoint.host):\(endpoint.port): \(error)")
         }
