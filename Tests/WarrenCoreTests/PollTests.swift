@@ -33,6 +33,16 @@ struct PollBufferTests {
         #expect(b.isEmpty)
     }
 
+    /// An answer stops at `maxBytes` of messages; one message larger than that still goes alone.
+    @Test func anAnswerIsBoundedByBytesAsWellAsByCount() {
+        var b = PollBuffer(maxLength: 10)
+        for n in 1...4 { _ = b.add(item(n)) }
+        let each = item(1).answerTailLength
+        #expect(numbers(b.take(max: 10, maxBytes: 2 * each + each / 2)) == [1, 2])
+        #expect(numbers(b.take(max: 10, maxBytes: 1)) == [3], "the first is taken whatever its size")
+        #expect(numbers(b.take(max: 10, maxBytes: 10 * each)) == [4])
+    }
+
     @Test func leasesAreAckedByCursorOrRunOut() {
         var b = PollBuffer(maxLength: 10)
         for n in 1...3 { _ = b.add(item(n, inbox: true)) }

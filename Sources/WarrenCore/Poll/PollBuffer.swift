@@ -36,8 +36,17 @@ public struct PollBuffer: Sendable {
     }
 
     /// Up to `max` deliveries, oldest first; the rest wait for the next answer.
-    public mutating func take(max: Int) -> [PollItem] {
-        let n = Swift.min(Swift.max(0, max), count)
+    /// `maxBytes` bounds their bytes in the answer too (the first is taken whatever its size), so
+    /// an answer of big messages stays a few megabytes at most.
+    public mutating func take(max: Int, maxBytes: Int = .max) -> [PollItem] {
+        var n = 0
+        var bytes = 0
+        let limit = Swift.min(Swift.max(0, max), count)
+        while n < limit {
+            bytes += items[head + n].answerTailLength
+            if n > 0, bytes > maxBytes { break }
+            n += 1
+        }
         let taken = Array(items[head..<(head + n)])
         head += n
         live -= taken.lazy.filter { $0.inboxID == nil }.count

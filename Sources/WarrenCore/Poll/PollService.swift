@@ -167,7 +167,7 @@ public final class PollService: Sendable {
         let max = Swift.max(1, min(max, settings.maxBatch))
         let leaseMilliseconds = Int64(settings.lease) * 1000
         let (items, seq) = session.output.withBuffer { b in
-            let items = none ? [] : b.take(max: max)
+            let items = none ? [] : b.take(max: max, maxBytes: PollSettings.maxAnswerBytes)
             return (items, b.lease(items, now: now, duration: leaseMilliseconds))
         }
         return (items, "\(nodeID).\(seq)")

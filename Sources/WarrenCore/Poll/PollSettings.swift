@@ -8,6 +8,10 @@ public struct PollSettings: Sendable, Equatable {
     /// poller catching up after a burst takes it in a few round trips, as Nchan's multipart
     /// answers do; an inbox subscription still hands out at most `inbox.prefetch` at a time.
     public var maxBatch: Int = 1000
+    /// Bytes of messages one answer carries at most (past them the rest waits for the next
+    /// answer; a single larger message still goes): 1,000 messages of up to
+    /// `limits.max_message_bytes` each would otherwise make one answer of tens of megabytes.
+    public static let maxAnswerBytes = 1 << 20
     /// Seconds a delivered batch stays leased before it is handed back to RabbitMQ.
     public var lease: Int = 60
     /// Live deliveries a node buffers for one session at most (oldest dropped): a poller that
