@@ -1,21 +1,23 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import HummingbirdTLS
 import NIOSSL
 import Logging
 import ServiceLifecycle
 import NIOCore
+import NIOHTTP1
+import NIOPosix
 import WarrenCore
 import Foundation
 
 /// The HTTP side of Warren: health, readiness, metrics, the demo page, the store and presence
 /// routes, and — below hummingbird, on the event loop — polling and WebSockets at `/v1/ws`.
 public enum HTTPFrontend {
-    /// Builds the HTTP application serving `configuration.http.listen`, running the broker link beside it.
-    /// The application and the drain service to run after it in the same service group.
+    /// Builds the HTTP server of `configuration.http.listen` with the broker link beside it (one
+    /// service: the server stops before the link), and the drain service to run after it in the
+    /// same service group.
     public static func application(configuration: BridgeConfiguration, link: BrokerLink, tokens: TokenAuthority?,
-                                   sessions: PollSessionCodec, logger: Logger) throws -> (some ApplicationProtocol, DrainService)
+                                   sessions: PollSessionCodec, logger: Logger) throws -> (some Service, DrainService)
     {
         let sockets = OpenSockets()
         let authenticator = Authenticator(configuration: configuration, tokens: tokens)
@@ -89,25 +91,40 @@ public enum HTTPFrontend {
         let http1 = HTTP1Channel.Configuration(
             idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
-        let headTimeout = TimeAmount.seconds(Int64(configuration.http.headerTimeout))
-        var server = HTTPServerBuilder { responder in
-            WarrenConnectionChannel(inner: HTTP1Channel(responder: responder, configuration: http1), headTimeout: headTimeout, polls: door)
-        }
         // HTTPS / WSS for deployments without a terminating proxy.
+        var tls: NIOSSLContext?
         if let certificate = configuration.http.tlsCertificateFile, let key = configuration.http.tlsKeyFile {
-            let tls = TLSConfiguration.makeServerConfiguration(
+            tls = try NIOSSLContext(configuration: TLSConfiguration.makeServerConfiguration(
                 certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
-                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
-            server = try .tls(server, tlsConfiguration: tls)
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
         }
-        let app = Application(
-            router: router,
-            server: server,
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "warren"),
-            services: [link],
-            logger: logger
-        )
+        let listener = HTTPListener(host: address.host, port: address.port, tls: tls,
+                                    headTimeout: .seconds(Int64(configuration.http.headerTimeout)), polls: door,
+                                    http1: HTTP1Channel(responder: respond(with: router.buildResponder(), logger: logger),
+                                                        configuration: http1),
+                                    group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        let app = ServiceGroup(configuration: .init(services: [link, listener], logger: logger))
         return (app, DrainService(link: link, sockets: sockets, answerPolls: { polls.answerParkedPolls() }))
+    }
+
+    /// What hummingbird's `Application` did for each request of a connection it serves: the
+    /// router's answer (500 for an error it did not turn into one), with `Date` and `Server`.
+    static func respond(with responder: some HTTPResponder<BasicRequestContext>, logger: Logger) -> HTTPChannelHandler.Responder {
+        { request, responseWriter, channel in
+            let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
+            var response: Response
+            do {
+                response = try await responder.respond(to: request, context: context)
+            } catch let error as HTTPParserError {
+                throw error
+            } catch {
+                logger.debug("unrecognised error from a route", metadata: ["error": "\(error)"])
+                response = Response(status: .internalServerError)
+            }
+            response.headers[.date] = HTTPDate.now()
+            response.headers[.server] = "warren"
+            try await responseWriter.write(response: response.head, body: response.body)
+        }
     }
 
     static func errorResponse(_ status: Int, _ code: ErrorCode, _ message: String) -> Response {

@@ -22,7 +22,7 @@ import WarrenCore
 /// event loop behind hummingbird's HTTP/1 pipeline ~70–96 µs, a third of it NIO's HTTP/1
 /// parser and the conversions to and from swift-http-types. And a connection served by
 /// hummingbird keeps a task whose allocator holds ~10–20 KB for the connection's life; a
-/// poller's connection here never needs one (``ConnectionTaskGate``).
+/// poller's connection here never gets one (``HTTPListener``).
 ///
 /// It sits after the first-request head timeout and before the HTTP decoder. It keeps
 /// keep-alive connections to `http.idle_timeout` between requests, answers in order
@@ -58,8 +58,6 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var closeAfterAnswer = false
     private var idleTimer: Scheduled<Void>?
     private var lastActive = NIODeadline.now()
-    private var gate: ConnectionTaskGate?
-    private var gateTold = false
     /// ``takeRequests(_:)`` is running (an answer written from inside it must not re-enter it).
     private var taking = false
 
@@ -71,7 +69,6 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     // MARK: channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
-        gate = try? context.pipeline.syncOperations.handler(type: ConnectionTaskGate.self)
         if context.channel.isActive { scheduleIdleCheck(context, in: door.idleTimeout) }
     }
 
@@ -135,11 +132,6 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if pending.readableBytes == 0 { pending = ByteBuffer() }
             current = (head, bytes)
             lastActive = .now()
-            if !gateTold {
-                // Only the first request decides (later calls change nothing, and each took a lock).
-                gateTold = true
-                gate?.servedBelow()
-            }
             switch taken {
             case .poll(let session): serve(context, head, session: session, prepared: false)
             case .create:
@@ -194,7 +186,6 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         setUpHummingbird(channel).whenComplete { result in
             let (handler, context) = bound.value
             guard case .success = result else { return context.close(promise: nil) }
-            handler.gate?.need()
             if forward.readableBytes > 0 {
                 context.fireChannelRead(handler.wrapInboundOut(forward))
                 context.fireChannelReadComplete()
