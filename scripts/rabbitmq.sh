@@ -7,7 +7,8 @@
 #   scripts/rabbitmq.sh ctl ARGS  run rabbitmqctl against the node (e.g. ctl close_all_connections bye)
 #   scripts/rabbitmq.sh status    exit 0 if the broker answers on AMQP
 #
-#   scripts/rabbitmq.sh cluster start      a 3-node cluster (rabbit1..3@localhost, AMQP on 5701..5703)
+#   scripts/rabbitmq.sh cluster start      a 3-node cluster (rabbit1..3@localhost, AMQP on 5701..5703);
+#                                          from fresh data when none of its nodes is running
 #   scripts/rabbitmq.sh cluster stop       stop its nodes
 #   scripts/rabbitmq.sh cluster kill N     kill -9 node N (1..3)
 #   scripts/rabbitmq.sh cluster restart N  start node N again (it rejoins the cluster)
@@ -183,6 +184,15 @@ cluster() {
     case "$cmd" in
         start)
             install_if_missing
+            # A cluster started from nothing starts from a clean state: a clustered node
+            # restarted from old data waits for the peers it last saw, and started one after
+            # another they would wait for each other. (`cluster restart N` keeps node N's data:
+            # it rejoins peers that are running.)
+            local running=0
+            for n in 1 2 3; do node_env "$n"; answers && running=1; done
+            if [ "$running" = 0 ]; then
+                for n in 1 2 3; do rm -rf "$CLUSTER_DIR/n$n/mnesia"; done
+            fi
             for n in 1 2 3; do node_start "$n"; done
             for n in 2 3; do
                 node_env "$n"
