@@ -75,4 +75,31 @@ struct BrokerEndingTests {
         #expect(await eventually { store.batches.flatMap { $0 }.count == 1 })
         #expect(await eventually { StoreWriterTests.acks(channel) == ["ack 1+"] })
     }
+
+    /// The broker closes the writer's channel (an ack past its `consumer_timeout`, say) while a
+    /// batch is being written: the writer consumes again on a new channel; the batch, committed,
+    /// is acked on the closed channel (dropped there, never on the new one, where its tag would
+    /// be unknown); the redelivered copies are written again and acked on the new channel.
+    @Test func theStoreConsumerMovesToANewChannelWhenTheBrokerClosesItsChannel() async throws {
+        let store = FakeStore()
+        store.hold(true)
+        let first = FakeChannel("store1"), second = FakeChannel("store2")
+        let writer = StoreWriter(store: store, settings: StoreSettings(), channel: first, reopen: { second },
+                                 channels: FakeChannels(), exchange: "chat", metrics: StoreMetrics(), logger: Logger(label: "test"))
+        try await writer.start()
+        first.deliver(to: first.consumerTags[0], routingKey: "alice.bob", body: "m1", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d90")
+        #expect(await eventually { store.heldWrites == 1 })
+        first.closeByBroker(406)
+        #expect(await eventually { second.consumerTags.count == 1 })
+        store.release()
+        store.hold(false)
+        #expect(await eventually { store.batches.count == 1 })
+        second.deliver(to: second.consumerTags[0], routingKey: "alice.bob", body: "m1", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d90",
+                       redelivered: true)
+        second.deliver(to: second.consumerTags[0], routingKey: "alice.bob", body: "m2")
+        #expect(await eventually { StoreWriterTests.acks(second) == ["ack 2+"] || StoreWriterTests.acks(second) == ["ack 1+", "ack 2+"] })
+        #expect(StoreWriterTests.acks(first).isEmpty, "a closed channel takes no ack")
+        #expect(store.batches.flatMap { $0 }.map(\.envelope).count == 3, "the redelivered message is written again (its row is keyed by id)")
+        await writer.stop()
+    }
 }

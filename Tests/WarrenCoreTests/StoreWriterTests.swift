@@ -113,9 +113,14 @@ struct StoreWriterTests {
         #expect(store.batches[0][0].id == "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e", "the message's own id keys its row")
     }
 
-    @Test func newestTagPerConnectionEpoch() {
+    @Test func newestTagPerChannelAndConnectionEpoch() {
         let m = StoredMessage(id: "x", route: "a.b", sender: "a", type: "text", ts: 0, envelope: "{}")
-        let items = [(1, 4), (1, 6), (2, 1), (2, 3), (1, 5)].map { StoreWriter.Item(message: m, tag: DeliveryTag(epoch: $0.0, value: $0.1)) }
-        #expect(StoreWriter.newestTags(items) == [DeliveryTag(epoch: 1, value: 6), DeliveryTag(epoch: 2, value: 3)])
+        let one = FakeChannel("one"), two = FakeChannel("two")
+        let items = [(one, 1, 4), (one, 1, 6), (one, 2, 1), (two, 1, 2), (one, 2, 3), (one, 1, 5), (two, 1, 1)].map {
+            StoreWriter.Item(message: m, tag: DeliveryTag(epoch: $0.1, value: $0.2), channel: $0.0)
+        }
+        let newest = StoreWriter.newestTags(items)
+        #expect(newest.map(\.tag) == [DeliveryTag(epoch: 1, value: 6), DeliveryTag(epoch: 2, value: 3), DeliveryTag(epoch: 1, value: 2)])
+        #expect(newest.map { ($0.channel as? FakeChannel)?.name } == ["one", "one", "two"])
     }
 }

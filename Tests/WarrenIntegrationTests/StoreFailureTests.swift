@@ -121,6 +121,46 @@ struct StoreFailureTests {
         try await StoreTests.deleteQueue(queue)
     }
 
+    /// The database is down longer than the broker's `consumer_timeout` (shortened here to 1 s,
+    /// checked every 200 ms): RabbitMQ closes the writer's channel with a 406 for the deliveries
+    /// it holds unacked. The writer consumes again on a new channel, and once the database is
+    /// back everything published is stored. (This test alone runs meanwhile; no other consumer
+    /// of the node acks by hand.)
+    @Test func theWriterConsumesOnANewChannelAfterTheBrokerClosedItsOwn() async throws {
+        let (url, remove) = try await StoreTests.makeDatabase(.postgres)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1000), application:set_env(rabbit, channel_tick_interval, 200).")
+        var postgresStopped = false
+        func restore() async throws {
+            _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1800000), application:set_env(rabbit, channel_tick_interval, 60000).")
+            if postgresStopped { try await Self.postgres("start") }
+            postgresStopped = false
+        }
+        let node: WarrenInstance, socket: TestSocket, route = "room.timeout\(UUID().uuidString.prefix(6).lowercased())"
+        var ids: [String] = []
+        do {
+            node = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": url, "WARREN_STORE_QUEUE": queue])
+            socket = try await node.socket(uniqueUser("alice"))
+            ids = try await Self.publish(20, route: route, over: socket)
+            #expect(try await Self.awaitStoredCount(url, route: route, expected: 20).count == 20)
+            try await Self.postgres("stop")
+            postgresStopped = true
+            ids += try await Self.publish(20, route: route, over: socket)
+            #expect(await node.process.waitForLog("the broker closed the channel of the store's consumer"))
+            try await restore()
+        } catch {
+            try? await restore()
+            throw error
+        }
+        #expect(await node.process.waitForLog("the store's consumer set up again"))
+        let stored = try await Self.awaitStoredCount(url, route: route, expected: 40)
+        #expect(Set(stored) == Set(ids), "everything published is stored once the database is back")
+        _ = await socket.close()
+        await node.stop()
+        await remove()
+        try await StoreTests.deleteQueue(queue)
+    }
+
     @Test func aDatabaseOutageOf30SecondsLosesNothingAndReadinessFollowsIt() async throws {
         let (url, remove) = try await StoreTests.makeDatabase(.postgres)
         let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"

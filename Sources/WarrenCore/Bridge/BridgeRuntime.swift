@@ -151,10 +151,13 @@ public final class BridgeRuntime: Sendable {
                                consumptionChannels: configuration.amqp.consumptionChannels)
         if let conversations {
             // The writer's own channel, with room for two batches in flight.
-            let storeChannel = try await primary.openChannel()
-            try await storeChannel.basicQos(prefetchCount: UInt16(clamping: conversations.settings.batchSize * 2))
-            let writer = StoreWriter(store: conversations.store, settings: conversations.settings, channel: storeChannel,
-                                     channels: pool, exchange: configuration.amqp.exchange, metrics: conversations.metrics,
+            let openStoreChannel: @Sendable () async throws -> any BrokerChannel = {
+                let channel = try await primary.openChannel()
+                try await channel.basicQos(prefetchCount: UInt16(clamping: conversations.settings.batchSize * 2))
+                return channel
+            }
+            let writer = StoreWriter(store: conversations.store, settings: conversations.settings,
+                                     channel: try await openStoreChannel(), reopen: openStoreChannel, channels: pool, exchange: configuration.amqp.exchange, metrics: conversations.metrics,
                                      logger: logger)
             try await writer.start()
             conversations.attach(writer)

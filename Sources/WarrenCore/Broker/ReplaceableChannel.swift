@@ -37,11 +37,12 @@ public final class ReplaceableChannel: Sendable {
 
     /// Replaces `closed` with a freshly opened channel, unless it is not the current one any
     /// more (another caller replaced it) or was not closed by the broker; returns the channel to
-    /// use now.
+    /// use now. `knownClosed`: the caller heard the broker's close (a consumer of the channel
+    /// ended with it), which the channel itself may not show yet.
     @discardableResult
-    public func replace(_ closed: any BrokerChannel) async throws -> any BrokerChannel {
+    public func replace(_ closed: any BrokerChannel, knownClosed: Bool = false) async throws -> any BrokerChannel {
         let holder = current.load(ordering: .acquiring)
-        guard holder.channel === closed, Self.closedByBroker(closed), let open else { return holder.channel }
+        guard holder.channel === closed, knownClosed || Self.closedByBroker(closed), let open else { return holder.channel }
         let fresh = Holder(try await open())
         let (exchanged, now) = current.compareExchange(expected: holder, desired: fresh, ordering: .acquiringAndReleasing)
         if exchanged { return fresh.channel }

@@ -12,12 +12,18 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     struct Item: Sendable {
         var message: StoredMessage
         var tag: DeliveryTag
+        /// The channel that delivered it: a delivery is acked on its own channel (a tag means
+        /// nothing on another, and the broker would close that one for an unknown tag).
+        var channel: any BrokerChannel
     }
 
     let store: any ConversationStore
     let settings: StoreSettings
     /// The writer's own channel (one per node): batches are acked on it with one `multiple` ack.
-    let channel: any BrokerChannel
+    /// Replaced when the broker closes it with a channel error — RabbitMQ does that to a
+    /// delivery left unacked past its `consumer_timeout` (30 minutes by default), which a
+    /// database down that long would cause.
+    let channel: ReplaceableChannel
     /// Declarations and bindings.
     let channels: any ChannelSource
     let exchange: String
@@ -30,13 +36,15 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     private let consumer = NIOLockedValueBox<(consuming: Bool, tag: String?)>((false, nil))
     private let failures = NIOLockedValueBox(0)
 
-    /// `channel` must be the writer's alone (its prefetch is set by ``start()``; nothing else
-    /// consumes on it), so that one ack with `multiple` covers a whole batch.
-    public init(store: any ConversationStore, settings: StoreSettings, channel: any BrokerChannel, channels: any ChannelSource,
+    /// `channel` must be the writer's alone (its prefetch set; nothing else consumes on it), so
+    /// that one ack with `multiple` covers a whole batch. `reopen` opens another such channel
+    /// when the broker has closed it (nil: never replaced).
+    public init(store: any ConversationStore, settings: StoreSettings, channel: any BrokerChannel,
+                reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, channels: any ChannelSource,
                 exchange: String, metrics: StoreMetrics, logger: Logger) {
         self.store = store
         self.settings = settings
-        self.channel = channel
+        self.channel = ReplaceableChannel(channel, open: reopen)
         self.channels = channels
         self.exchange = exchange
         self.metrics = metrics
@@ -52,14 +60,14 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             try await admin.bind(queue: settings.queue, exchange: exchange, pattern: pattern, recorded: false)
         }
         consumer.withLockedValue { $0 = (true, nil) }
-        let tag = try await channel.startConsumer(queue: settings.queue, sink: self)
+        let tag = try await channel.channel.startConsumer(queue: settings.queue, sink: self)
         consumer.withLockedValue { $0.tag = tag }
     }
 
     /// Stops consuming; deliveries not yet committed go back to the queue when the channel closes.
     public func stop() async {
         guard let tag = consumer.withLockedValue({ c in defer { c = (false, nil) }; return c.tag }) else { return }
-        try? await channel.cancel(consumerTag: tag)
+        try? await channel.channel.cancel(consumerTag: tag)
     }
 
     /// Messages waiting in `warren.store` (a passive declare), recorded as the store's lag.
@@ -75,6 +83,9 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     // MARK: deliveries (on the broker's event loop)
 
     public func deliver(_ delivery: AMQPMessage) {
+        // The current channel is the one delivering: a replacement consumes only once the old
+        // channel is closed, and a closed channel delivers nothing more.
+        let channel = channel.channel
         guard consumer.withLockedValue({ $0.consuming }) else {
             channel.nack(delivery.deliveryTag, multiple: false, requeue: true)
             return
@@ -83,18 +94,21 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             channel.ack(delivery.deliveryTag, multiple: false)
             return
         }
-        if let batch = batcher.withLockedValue({ $0.received(Item(message: message, tag: delivery.deliveryTag)) }) {
+        if let batch = batcher.withLockedValue({ $0.received(Item(message: message, tag: delivery.deliveryTag, channel: channel)) }) {
             write(batch)
         }
     }
 
-    /// The consumer ended. Cancelled by the broker (`warren.store` was deleted) with its channel
-    /// still open, the queue is declared, bound and consumed again — otherwise every message
-    /// published from then on would miss the store.
+    /// The consumer ended. Cancelled by the broker (`warren.store` was deleted), or its channel
+    /// closed by a channel error, the queue is declared, bound and consumed again (on a new
+    /// channel for the latter) — otherwise every message published from then on would miss the
+    /// store. Deliveries not yet acked on a closed channel come again on the new one; batches
+    /// holding them are still written, and their acks go to the closed channel, which drops them.
     public func finish(_ error: AMQPError?) {
         guard error != nil else { return }
         consumer.withLockedValue { $0 = (false, nil) }
-        BrokerRetry.setUpAgain(after: error, "the store's consumer", channel: channel, logger: logger) { [self] in try await start() }
+        BrokerRetry.setUpAgain(after: error, "the store's consumer", channel: channel.channel, replacing: channel,
+                               logger: logger) { [self] in try await start() }
     }
 
     private func write(_ batch: [Item]) {
@@ -114,7 +128,7 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                 // so one `multiple` ack of the newest tag covers the batch (and skipped messages
                 // before it, acked already); tags of a connection that has since been replaced
                 // are ignored (those deliveries come again, and add nothing).
-                for tag in Self.newestTags(batch) { channel.ack(tag, multiple: true) }
+                for (channel, tag) in Self.newestTags(batch) { channel.ack(tag, multiple: true) }
                 if let next = batcher.withLockedValue({ $0.written() }) { write(next) }
             } catch {
                 metrics.writeFailed()
@@ -134,11 +148,17 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         }
     }
 
-    /// The newest delivery tag of each connection epoch in a batch.
-    static func newestTags(_ batch: [Item]) -> [DeliveryTag] {
-        var newest: [UInt64: DeliveryTag] = [:]
-        for item in batch where (newest[item.tag.epoch]?.value ?? 0) < item.tag.value { newest[item.tag.epoch] = item.tag }
-        return newest.values.sorted { $0.epoch < $1.epoch }
+    /// The newest delivery tag of each channel and connection epoch in a batch, with its channel.
+    static func newestTags(_ batch: [Item]) -> [(channel: any BrokerChannel, tag: DeliveryTag)] {
+        var newest: [(channel: any BrokerChannel, tag: DeliveryTag)] = []
+        for item in batch {
+            if let i = newest.firstIndex(where: { $0.channel === item.channel && $0.tag.epoch == item.tag.epoch }) {
+                if newest[i].tag.value < item.tag.value { newest[i].tag = item.tag }
+            } else {
+                newest.append((item.channel, item.tag))
+            }
+        }
+        return newest
     }
 
     /// What is kept of a delivery, or nil when it is not kept (transient, or a skipped type; the
