@@ -71,6 +71,50 @@ struct BrokerTroubleTests {
         _ = await s.close()
     }
 
+    /// A client holds an inbox delivery and never acks it. With the broker's `consumer_timeout`
+    /// shortened to 3 s (checked every 200 ms) and one consumption channel for every inbox on
+    /// the node, RabbitMQ would close that channel — ending another client's inbox too. Warren
+    /// hands the delivery back after `inbox.ack_timeout` (1 s here), so the holder gets it again,
+    /// marked redelivered, past the broker's timeout, and the other client's inbox still delivers.
+    @Test func aClientThatNeverAcksDoesNotCostOthersTheirInbox() async throws {
+        _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 3000), application:set_env(rabbit, channel_tick_interval, 200).")
+        func restore() throws {
+            _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1800000), application:set_env(rabbit, channel_tick_interval, 60000).")
+        }
+        let warren: WarrenInstance
+        do {
+            warren = try await WarrenInstance.start(["WARREN_INBOX_ACK_TIMEOUT": "1", "WARREN_AMQP_CONSUMPTION_CHANNELS": "1"])
+        } catch {
+            try? restore()
+            throw error
+        }
+        defer { Task { await warren.stop() } }
+        do {
+            let holder = uniqueUser("holder"), other = uniqueUser("other")
+            let h = try await warren.socket(holder), o = try await warren.socket(other)
+            try await h.subscribe("in", "#.\(holder).#", mode: "inbox")
+            try await o.subscribe("in", "#.\(other).#", mode: "inbox")
+            _ = try await h.request(#"{"op":"pub","route":"\#(holder).x","body":"never acked"}"#, expect: "puback")
+            let first = try await h.next(op: "msg")
+            let id = try #require(first.env?["id"]?.stringValue)
+            // Five copies: the last comes at least 3.75 s after the first, past the broker's 3 s.
+            for _ in 0..<4 {
+                let again = try await h.next(op: "msg")
+                #expect(again.env?["id"]?.stringValue == id && again["redelivered"] == .bool(true), "\(again)")
+            }
+            _ = try await o.request(#"{"op":"pub","route":"\#(other).x","body":"still delivered"}"#, expect: "puback")
+            let delivered = try await o.next(timeout: .seconds(20)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" }
+            #expect(delivered?["env"]?["body"] == .string("still delivered"), "\(String(describing: delivered))")
+            #expect(await warren.process.waitForLog("handed back"))
+            _ = await h.close()
+            _ = await o.close()
+            try restore()
+        } catch {
+            try? restore()
+            throw error
+        }
+    }
+
     /// An operator deletes a node's own queues (live fan-out, presence): the broker cancels
     /// their consumers, and Warren declares, binds and consumes them again instead of going
     /// quiet — a live subscriber gets what is published afterwards, and the node hears another

@@ -392,6 +392,12 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// The broker ended the inbox consumer (an operator deleted the queue, say): never
     /// silently. Each inbox subscription is reported `unavailable` with its id and removed, so
     /// subscribing again declares the inbox anew.
+    public func inboxHandedBack(count: Int) {
+        runtime.metrics.limitHit(frontend, .ackTimeout, count: count)
+        logger.info("inbox deliveries not acknowledged within inbox.ack_timeout handed back; they come again",
+                    metadata: ["count": "\(count)"])
+    }
+
     public func inboxEnded(_ error: AMQPError?) {
         guard let error else { return }
         let (dropped, inbox) = state.withLockedValue { s -> ([String], InboxConsumer?) in

@@ -2,6 +2,7 @@ import AMQPClient
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
 /// Settings for per-user inbox queues (DESIGN §3, `inbox`).
 public struct InboxSettings: Sendable, Equatable {
@@ -15,6 +16,10 @@ public struct InboxSettings: Sendable, Equatable {
     public var queueType: String = "classic"
     /// Per-consumer prefetch: unacknowledged deliveries in flight to one client.
     public var prefetch: Int = 100
+    /// Seconds a client may hold a delivery unacknowledged; then it is handed back to RabbitMQ
+    /// and delivered again, marked redelivered. Below RabbitMQ's `consumer_timeout` (30 min by
+    /// default), which would otherwise close the channel this consumer shares with others.
+    public var ackTimeout: Int = 300
 
     public init() {}
 
@@ -31,6 +36,8 @@ public protocol InboxReceiver: AnyObject, Sendable {
     func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, routeClass: RouteClass, redelivered: Bool,
                       acceptedAt: Int64)
     func inboxEnded(_ error: AMQPError?)
+    /// `count` deliveries held unacknowledged past `inbox.ack_timeout` went back to RabbitMQ.
+    func inboxHandedBack(count: Int)
 }
 
 /// One session's inbox: a durable queue bound with its inbox patterns, consumed while the
@@ -42,6 +49,13 @@ public protocol InboxReceiver: AnyObject, Sendable {
 /// goes, the consumer is cancelled and every delivery not acked is handed back to RabbitMQ
 /// (nack with requeue, one by one: the channel's other consumers are not touched), so the next
 /// connection, on any node, gets it marked redelivered.
+///
+/// A delivery the client holds unacknowledged for `ackTimeout` is handed back the same way (and
+/// comes again): RabbitMQ would otherwise, after its `consumer_timeout`, close the shared
+/// channel and end every consumer on it for one client's sake. Deliveries are aged in sweeps,
+/// four per `ackTimeout`, run on a timer only while some are outstanding: each remembers the
+/// sweep count when it came (no clock read per delivery), and goes back between three quarters
+/// of `ackTimeout` and all of it.
 public final class InboxConsumer: AMQPDeliverySink, Sendable {
     public let queue: String
     let channels: any ChannelSource
@@ -52,17 +66,29 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     weak let receiver: (any InboxReceiver)?
     let ids = UUIDv7Generator()
 
+    struct Outstanding {
+        var tag: DeliveryTag
+        /// The channel it came on (a tag means nothing on another channel: acking it there would
+        /// close that channel).
+        var channel: any BrokerChannel
+        /// ``State/sweeps`` when it came.
+        var sweep: Int
+    }
+
     private struct State {
         /// The consumption channel once consuming started; deliveries are acked on it.
         var channel: (any BrokerChannel)?
         var consumerTag: String?
-        /// Unacknowledged deliveries by envelope id, each with the channel it came on (a tag
-        /// means nothing on another channel: acking it there would close that channel).
-        var tags: [String: (tag: DeliveryTag, channel: any BrokerChannel)] = [:]
+        /// Unacknowledged deliveries by envelope id.
+        var tags: [String: Outstanding] = [:]
         /// Between a cancel and its answer: deliveries still arriving go straight back.
         var stopping = false
         var starting = false
+        /// Sweeps run so far, and whether the next one is scheduled.
+        var sweeps = 0
+        var sweepScheduled = false
     }
+    static let sweepsPerTimeout = 4
     private let state = NIOLockedValueBox(State())
 
     /// `loop`: the receiving socket's event loop; the consumer goes on a channel of a broker
@@ -118,8 +144,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// Acks the delivery that carried `envelopeID`; false if none is outstanding.
     @discardableResult
     public func ack(envelopeID: String) -> Bool {
-        guard let (tag, channel) = take(envelopeID) else { return false }
-        channel.ack(tag, multiple: false)
+        guard let held = take(envelopeID) else { return false }
+        held.channel.ack(held.tag, multiple: false)
         return true
     }
 
@@ -127,13 +153,37 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// none is outstanding.
     @discardableResult
     public func release(envelopeID: String) -> Bool {
-        guard let (tag, channel) = take(envelopeID) else { return false }
-        channel.nack(tag, multiple: false, requeue: true)
+        guard let held = take(envelopeID) else { return false }
+        held.channel.nack(held.tag, multiple: false, requeue: true)
         return true
     }
 
-    private func take(_ envelopeID: String) -> (DeliveryTag, any BrokerChannel)? {
+    private func take(_ envelopeID: String) -> Outstanding? {
         state.withLockedValue { $0.tags.removeValue(forKey: envelopeID) }
+    }
+
+    /// One sweep: hands back every delivery held `sweepsPerTimeout` sweeps or more, and schedules
+    /// the next sweep while any are outstanding. Returns how many went back.
+    @discardableResult
+    func sweep() -> Int {
+        let (expired, again) = state.withLockedValue { s -> ([Outstanding], Bool) in
+            s.sweeps += 1
+            let cutoff = s.sweeps - Self.sweepsPerTimeout
+            let old = s.tags.filter { $0.value.sweep <= cutoff }
+            for id in old.keys { s.tags[id] = nil }
+            s.sweepScheduled = !s.tags.isEmpty
+            return (Array(old.values), s.sweepScheduled)
+        }
+        for held in expired { held.channel.nack(held.tag, multiple: false, requeue: true) }
+        if !expired.isEmpty { receiver?.inboxHandedBack(count: expired.count) }
+        if again { scheduleSweep() }
+        return expired.count
+    }
+
+    private func scheduleSweep() {
+        let loop = loop ?? MultiThreadedEventLoopGroup.singleton.any()
+        let interval = TimeAmount.milliseconds(Int64(settings.ackTimeout) * 1000 / Int64(Self.sweepsPerTimeout))
+        loop.scheduleTask(in: interval) { [weak self] in self?.sweep() }
     }
 
     /// Stops consuming. Deliveries not acked are handed back to RabbitMQ: all of them, or with
@@ -152,7 +202,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
             for id in back.keys { s.tags[id] = nil }
             return Array(back.values)
         }
-        for (tag, channel) in handBack { channel.nack(tag, multiple: false, requeue: true) }
+        for held in handBack { held.channel.nack(held.tag, multiple: false, requeue: true) }
     }
 
     /// Stops consuming and hands every unacknowledged delivery back.
@@ -161,15 +211,19 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     public func deliver(_ message: AMQPMessage) {
         let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
         // One lock per delivery: either it goes straight back (a cancel is under way) or its tag is kept.
-        let back: (any BrokerChannel)? = state.withLockedValue { s in
-            if s.stopping, let channel = s.channel { return channel }
-            if let channel = s.channel { s.tags[id] = (message.deliveryTag, channel) }
-            return nil
+        let (back, startSweeping) = state.withLockedValue { s -> ((any BrokerChannel)?, Bool) in
+            if s.stopping, let channel = s.channel { return (channel, false) }
+            guard let channel = s.channel else { return (nil, false) }
+            s.tags[id] = Outstanding(tag: message.deliveryTag, channel: channel, sweep: s.sweeps)
+            if s.sweepScheduled { return (nil, false) }
+            s.sweepScheduled = true
+            return (nil, true)
         }
         if let back {
             back.nack(message.deliveryTag, multiple: false, requeue: true)
             return
         }
+        if startSweeping { scheduleSweep() }
         let routeClass = metrics.routeClass(message.routingKey)
         metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()

@@ -258,6 +258,7 @@ public struct BridgeConfiguration: Sendable {
         config.websocket.idleTimeout = try source.int("websocket", "idle_timeout", default: config.websocket.idleTimeout, range: 2...7200)
 
         config.inbox.prefetch = try source.int("inbox", "prefetch", default: config.inbox.prefetch, range: 1...65535)
+        config.inbox.ackTimeout = try source.int("inbox", "ack_timeout", default: config.inbox.ackTimeout, range: 1...86_400)
         config.inbox.expiresMilliseconds = try source.int("inbox", "expires_ms", default: config.inbox.expiresMilliseconds,
                                                           range: 1000...Int(Int32.max))
         config.inbox.maxLength = try source.int("inbox", "max_length", default: config.inbox.maxLength, range: 1...100_000_000)
@@ -385,7 +386,7 @@ extension BridgeConfiguration {
         for r in routes { lines += ["[[route]]", "name = \(q(r.name))", "pattern = \(q(r.pattern.value))", ""] }
         lines += ["[websocket]", "ping_interval = \(websocket.pingInterval)", "idle_timeout = \(websocket.idleTimeout)",
                   "slow_grace = \(limits.slowGraceSeconds)", ""]
-        lines += ["[inbox]", "prefetch = \(inbox.prefetch)", "expires_ms = \(inbox.expiresMilliseconds)", "max_length = \(inbox.maxLength)",
+        lines += ["[inbox]", "prefetch = \(inbox.prefetch)", "ack_timeout = \(inbox.ackTimeout)", "expires_ms = \(inbox.expiresMilliseconds)", "max_length = \(inbox.maxLength)",
                   "overflow = \(q(inbox.overflow))", "queue_type = \(q(inbox.queueType))", ""]
         lines += ["[poll]", "session_ttl = \(poll.sessionTTL)", "max_wait = \(poll.maxWait)", "max_batch = \(poll.maxBatch)",
                   "lease = \(poll.lease)", "max_length = \(poll.maxLength)", ""]

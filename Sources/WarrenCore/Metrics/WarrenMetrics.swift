@@ -21,10 +21,10 @@ public enum DropReason: Int, CaseIterable, Sendable {
 
 /// Which configured limit a client ran into (`warren_limit_hits_total{frontend,reason}`).
 public enum LimitReason: Int, CaseIterable, Sendable {
-    case connections, subscriptions, publishRate, pendingPublishes, messageSize, frameSize, badFrames, slowConsumer
+    case connections, subscriptions, publishRate, pendingPublishes, messageSize, frameSize, badFrames, slowConsumer, ackTimeout
     public var label: String {
         ["connections", "subscriptions", "publish_rate", "pending_publishes", "message_size", "frame_size", "bad_frames",
-         "slow_consumer"][rawValue]
+         "slow_consumer", "ack_timeout"][rawValue]
     }
 }
 
@@ -188,10 +188,10 @@ public final class WarrenMetrics: Sendable {
     }
 
     /// A client ran into a configured limit (and was answered with its error or close code).
-    public func limitHit(_ frontend: Frontend, _ reason: LimitReason) {
+    public func limitHit(_ frontend: Frontend, _ reason: LimitReason, count: Int = 1) {
         let cell = frontend.rawValue * LimitReason.allCases.count + reason.rawValue
-        limitHits[cell].increment(by: 1)
-        limitHitCounts[cell].wrappingIncrement(ordering: .relaxed)
+        limitHits[cell].increment(by: Int64(count))
+        limitHitCounts[cell].wrappingIncrement(by: count, ordering: .relaxed)
     }
 
     /// How often `reason` was hit on `frontend` so far.
