@@ -102,4 +102,55 @@ struct BrokerEndingTests {
         #expect(store.batches.flatMap { $0 }.map(\.envelope).count == 3, "the redelivered message is written again (its row is keyed by id)")
         await writer.stop()
     }
+
+    /// The broker closes the consumption channel the inboxes share (a channel error: its
+    /// `consumer_timeout` below `inbox.ack_timeout`, say): each inbox consumes again on a new
+    /// channel without a word to its client; what the closed channel held comes again,
+    /// redelivered, and is acked on the new channel.
+    @Test func inboxesMoveToANewChannelWhenTheBrokerClosesTheirs() async throws {
+        let bridge = try await FakeBridge()
+        let outA = RecordingOutput(), outB = RecordingOutput()
+        let alice = ClientSession(runtime: bridge.runtime, user: "alice", device: "d",
+                                  rules: AccessPolicy.standard.resolved(for: "alice"), output: outA, logger: Logger(label: "test"))
+        let bob = ClientSession(runtime: bridge.runtime, user: "bob", device: "d",
+                                rules: AccessPolicy.standard.resolved(for: "bob"), output: outB, logger: Logger(label: "test"))
+        await alice.handle(ByteBuffer(string: ##"{"op":"sub","id":"in","pattern":"#.alice.#","mode":"inbox"}"##))
+        await bob.handle(ByteBuffer(string: ##"{"op":"sub","id":"in","pattern":"#.bob.#","mode":"inbox"}"##))
+        let first = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        let id = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d11"
+        first.deliver(to: try #require(first.consumer(of: "warren.inbox.alice.d")), routingKey: "alice.bob", body: "held", messageID: id)
+
+        first.closeByBroker(406)
+        #expect(await eventually { bridge.channels.consuming(prefetch: InboxSettings().prefetch).consumerTags.count == 2 })
+        let second = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        #expect(second !== first)
+        #expect(bridge.channels.admin.calls.filter { $0 == "declare warren.inbox.alice.d" }.count == 2,
+                "the queue is seen to be there before consuming it again")
+        let t = second.deliver(to: try #require(second.consumer(of: "warren.inbox.alice.d")), routingKey: "alice.bob", body: "held",
+                               messageID: id, redelivered: true)
+        #expect(outA.json.last?["redelivered"] == .bool(true))
+        await alice.handle(ByteBuffer(string: #"{"op":"ack","id":"\#(id)"}"#))
+        #expect(second.calls.last == "ack \(t)")
+        second.deliver(to: try #require(second.consumer(of: "warren.inbox.bob.d")), routingKey: "bob.carol", body: "after")
+        #expect(outB.json.last?["env"]?["body"]?.stringValue == "after")
+        #expect(!(outA.json + outB.json).contains { $0["op"]?.stringValue == "error" }, "no client was told anything")
+        await alice.end()
+        await bob.end()
+    }
+
+    /// A session that ended while its inbox was moving to a new channel does not consume again.
+    @Test func anInboxStoppedWhileMovingStaysStopped() async throws {
+        let channels = FakeChannels(), receiver = RecordingInboxReceiver()
+        let consumer = InboxConsumer(channels: channels, queue: "warren.inbox.alice.d", exchange: "chat", settings: InboxSettings(),
+                                     metrics: .disabled, receiver: receiver)
+        try await consumer.startConsuming()
+        let first = channels.consuming(prefetch: InboxSettings().prefetch)
+        channels.admin.failNext(.notConnected)
+        first.closeByBroker(406)
+        #expect(consumer.isConsuming, "moving")
+        await consumer.stop()
+        #expect(await eventually { !consumer.isConsuming }, "the move ends")
+        #expect(channels.consuming(prefetch: InboxSettings().prefetch).consumerTags.isEmpty)
+        #expect(receiver.ids.isEmpty)
+    }
 }

@@ -12,6 +12,7 @@ final class FakeChannel: BrokerChannel {
     private struct State {
         var calls: [String] = []
         var consumers: [String: AMQPDeliverySink] = [:]
+        var queues: [String: String] = [:]
         var nextTag: UInt64 = 0
         var nextConsumer = 0
         var failNext: AMQPError?
@@ -25,6 +26,10 @@ final class FakeChannel: BrokerChannel {
     var closeReason: AMQPError? { state.withLockedValue { $0.closed } }
     var calls: [String] { state.withLockedValue { $0.calls } }
     var consumerTags: [String] { state.withLockedValue { Array($0.consumers.keys).sorted() } }
+    /// The tag of the consumer of `queue` on this channel, if one is running.
+    func consumer(of queue: String) -> String? {
+        state.withLockedValue { s in s.consumers.keys.first { s.queues[$0] == queue } }
+    }
 
     private func record(_ call: String) throws {
         try state.withLockedValue { s in
@@ -62,6 +67,7 @@ final class FakeChannel: BrokerChannel {
             s.nextConsumer += 1
             let tag = consumerTag ?? "\(name)-c\(s.nextConsumer)"
             s.consumers[tag] = sink
+            s.queues[tag] = queue
             return tag
         }
     }
@@ -135,10 +141,11 @@ final class FakeChannels: ChannelSource {
     func administration() async throws -> any BrokerChannel { admin }
     func consumption(prefetch: Int, near loop: (any EventLoop)?) async throws -> any BrokerChannel { consuming(prefetch: prefetch) }
 
+    /// The consumption channel for `prefetch`; a new one once the broker closed it, as the pool does.
     func consuming(prefetch: Int) -> FakeChannel {
         consumers.withLockedValue { c in
-            if let existing = c[prefetch] { return existing }
-            let channel = FakeChannel("consume\(prefetch)")
+            if let existing = c[prefetch], existing.closeReason == nil { return existing }
+            let channel = FakeChannel(c[prefetch] == nil ? "consume\(prefetch)" : "consume\(prefetch)-again")
             c[prefetch] = channel
             return channel
         }

@@ -189,7 +189,8 @@ public final class BridgeRuntime: Sendable {
     /// A user's inbox, declared; it consumes once the session starts it.
     func openInbox(user: String, device: String, receiver: any InboxReceiver, near loop: (any EventLoop)?) async throws -> InboxConsumer {
         let consumer = InboxConsumer(channels: channels, queue: InboxSettings.queueName(user: user, device: device),
-                                     exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver, loop: loop)
+                                     exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver, loop: loop,
+                                     logger: logger)
         try await consumer.declare()
         return consumer
     }

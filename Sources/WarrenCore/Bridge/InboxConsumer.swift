@@ -64,6 +64,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     let settings: InboxSettings
     let metrics: WarrenMetrics
     weak let receiver: (any InboxReceiver)?
+    let logger: Logger
     let ids = UUIDv7Generator()
 
     struct Outstanding {
@@ -84,6 +85,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         /// Between a cancel and its answer: deliveries still arriving go straight back.
         var stopping = false
         var starting = false
+        /// Whether the session wants it consuming (from ``startConsuming()`` to ``stop(keeping:)``).
+        var wanted = false
         /// Sweeps run so far, and whether the next one is scheduled.
         var sweeps = 0
         var sweepScheduled = false
@@ -94,7 +97,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// `loop`: the receiving socket's event loop; the consumer goes on a channel of a broker
     /// connection running there when there is one (no hop per delivery or ack).
     init(channels: any ChannelSource, queue: String, exchange: String, settings: InboxSettings, metrics: WarrenMetrics,
-         receiver: any InboxReceiver, loop: (any EventLoop)? = nil) {
+         receiver: any InboxReceiver, loop: (any EventLoop)? = nil, logger: Logger = Logger(label: "warren.inbox")) {
+        self.logger = logger
         self.loop = loop
         self.metrics = metrics
         self.channels = channels
@@ -123,23 +127,34 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// Starts consuming if not yet consuming.
     public func startConsuming() async throws {
         guard state.withLockedValue({ s -> Bool in
+            s.wanted = true
             guard s.consumerTag == nil, !s.starting else { return false }
             s.starting = true
             return true
         }) else { return }
         do {
-            let channel = try await channels.consumption(prefetch: settings.prefetch, near: loop)
-            state.withLockedValue { $0.channel = channel }
-            let tag = try await channel.startConsumer(queue: queue, sink: self)
-            state.withLockedValue { s in
-                s.consumerTag = tag
-                s.starting = false
-            }
+            try await consume()
         } catch {
             state.withLockedValue { $0.starting = false }
             throw error
         }
     }
+
+    /// Consumes on a consumption channel (``State/starting`` is set by the caller, and cleared
+    /// here once consuming). Stopped meanwhile, the new consumer is stopped again at once.
+    private func consume() async throws {
+        let channel = try await channels.consumption(prefetch: settings.prefetch, near: loop)
+        state.withLockedValue { $0.channel = channel }
+        let tag = try await channel.startConsumer(queue: queue, sink: self)
+        let unwanted = state.withLockedValue { s -> Bool in
+            s.consumerTag = tag
+            s.starting = false
+            return !s.wanted
+        }
+        if unwanted { await stop() }
+    }
+
+    private var wanted: Bool { state.withLockedValue { $0.wanted } }
 
     /// Acks the delivery that carried `envelopeID`; false if none is outstanding.
     @discardableResult
@@ -191,6 +206,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// released).
     public func stop(keeping: Set<String> = []) async {
         let (channel, tag) = state.withLockedValue { s -> ((any BrokerChannel)?, String?) in
+            s.wanted = false
             defer { s.consumerTag = nil }
             if s.consumerTag != nil { s.stopping = true }
             return (s.channel, s.consumerTag)
@@ -231,12 +247,47 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
                                redelivered: message.redelivered, acceptedAt: accepted)
     }
 
-    /// The consumer ended: after our own cancel (nil), or by the broker (the queue was deleted,
-    /// the channel closed). Outstanding tags stay with their channel: acks on a live channel
-    /// still count, and on a closed one they are no-ops.
+    /// The consumer ended: after our own cancel (nil), or by the broker. Its queue deleted (the
+    /// broker cancels the consumer), the session is told. Its channel closed by a channel error —
+    /// RabbitMQ's `consumer_timeout` set below `inbox.ack_timeout`, say, for any consumer on the
+    /// shared channel — it consumes again on a new channel once the queue is seen to be there:
+    /// the broker has put back what the closed channel held, and it comes again, redelivered.
+    /// Outstanding tags stay with their channel: acks on a live channel still count, and on a
+    /// closed one they are no-ops.
     public func finish(_ error: AMQPError?) {
         guard let error else { return }
-        state.withLockedValue { $0.consumerTag = nil }
-        receiver?.inboxEnded(error)
+        guard case .channelClosed = error else {
+            state.withLockedValue { $0.consumerTag = nil }
+            receiver?.inboxEnded(error)
+            return
+        }
+        let restart = state.withLockedValue { s -> Bool in
+            s.consumerTag = nil
+            guard s.wanted, !s.starting else { return false }
+            s.starting = true
+            return true
+        }
+        guard restart else { return }
+        logger.warning("the broker closed an inbox's consumption channel; consuming on another",
+                       metadata: ["queue": "\(queue)", "error": "\(error)"])
+        Task {
+            let moved = await BrokerRetry.untilDone("consuming \(queue) again", logger: logger, stop: { [self] in
+                !wanted || Self.queueGone($0) || ($0 as? AMQPError) == .closedByUser
+            }) { [self] in
+                try await channels.administration().queueDeclare(queue, durable: true, exclusive: false, autoDelete: false,
+                                                                 passive: true, arguments: [:], recordForRecovery: false)
+                try await consume()
+                return true
+            }
+            guard moved == nil else { return }
+            state.withLockedValue { $0.starting = false }
+            if wanted { receiver?.inboxEnded(error) }
+        }
+    }
+
+    /// A passive declare's answer when the queue is not there.
+    static func queueGone(_ error: any Error) -> Bool {
+        guard case .channelClosed(let reason) = error as? AMQPError else { return false }
+        return reason.replyCode == ReplyCode.notFound
     }
 }
