@@ -115,6 +115,47 @@ struct BrokerTroubleTests {
         }
     }
 
+    /// The same client, with the broker's `consumer_timeout` (1 s) below `inbox.ack_timeout`
+    /// (300 s, the default): RabbitMQ closes the shared consumption channel. Both inboxes
+    /// consume again on a new channel; neither client is told anything; the holder gets its
+    /// message again, redelivered, and the other client's inbox still delivers.
+    @Test func inboxesOnAChannelTheBrokerClosedConsumeAgain() async throws {
+        _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1000), application:set_env(rabbit, channel_tick_interval, 200).")
+        func restore() throws {
+            _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1800000), application:set_env(rabbit, channel_tick_interval, 60000).")
+        }
+        let warren: WarrenInstance
+        do {
+            warren = try await WarrenInstance.start(["WARREN_AMQP_CONSUMPTION_CHANNELS": "1"])
+        } catch {
+            try? restore()
+            throw error
+        }
+        defer { Task { await warren.stop() } }
+        do {
+            let holder = uniqueUser("holder"), other = uniqueUser("other")
+            let h = try await warren.socket(holder), o = try await warren.socket(other)
+            try await h.subscribe("in", "#.\(holder).#", mode: "inbox")
+            try await o.subscribe("in", "#.\(other).#", mode: "inbox")
+            _ = try await h.request(#"{"op":"pub","route":"\#(holder).x","body":"held past the broker's timeout"}"#, expect: "puback")
+            let first = try await h.next(op: "msg")
+            let again = try #require(await h.next(timeout: .seconds(30)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" })
+            #expect(again["op"]?.stringValue == "msg" && again.env?["id"] == first.env?["id"] && again["redelivered"] == .bool(true),
+                    "\(again)")
+            #expect(await warren.process.waitForLog("consuming on another"))
+            try await h.send(#"{"op":"ack","id":"\#(again.env?["id"]?.stringValue ?? "")"}"#)
+            _ = try await o.request(#"{"op":"pub","route":"\#(other).x","body":"still delivered"}"#, expect: "puback")
+            let delivered = try #require(await o.next(timeout: .seconds(30)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" })
+            #expect(delivered.env?["body"] == .string("still delivered"), "\(delivered)")
+            _ = await h.close()
+            _ = await o.close()
+            try restore()
+        } catch {
+            try? restore()
+            throw error
+        }
+    }
+
     /// An operator deletes a node's own queues (live fan-out, presence): the broker cancels
     /// their consumers, and Warren declares, binds and consumes them again instead of going
     /// quiet — a live subscriber gets what is published afterwards, and the node hears another
