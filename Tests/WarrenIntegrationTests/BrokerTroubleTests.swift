@@ -72,46 +72,25 @@ struct BrokerTroubleTests {
     }
 
     /// A client holds an inbox delivery and never acks it. With the broker's `consumer_timeout`
-    /// shortened to 3 s (checked every 200 ms) and one consumption channel for every inbox on
-    /// the node, RabbitMQ would close that channel — ending another client's inbox too. Warren
-    /// hands the delivery back after `inbox.ack_timeout` (1 s here), so the holder gets it again,
-    /// marked redelivered, past the broker's timeout, and the other client's inbox still delivers.
+    /// shortened to 3 s and one consumption channel for every inbox on the node, RabbitMQ would
+    /// close that channel — ending another client's inbox too. Warren hands the delivery back
+    /// after `inbox.ack_timeout` (1 s here), so the holder gets it again, marked redelivered,
+    /// past the broker's timeout, and the other client's inbox still delivers.
     @Test func aClientThatNeverAcksDoesNotCostOthersTheirInbox() async throws {
-        _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 3000), application:set_env(rabbit, channel_tick_interval, 200).")
-        func restore() throws {
-            _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1800000), application:set_env(rabbit, channel_tick_interval, 60000).")
-        }
-        let warren: WarrenInstance
-        do {
-            warren = try await WarrenInstance.start(["WARREN_INBOX_ACK_TIMEOUT": "1", "WARREN_AMQP_CONSUMPTION_CHANNELS": "1"])
-        } catch {
-            try? restore()
-            throw error
-        }
-        defer { Task { await warren.stop() } }
-        do {
-            let holder = uniqueUser("holder"), other = uniqueUser("other")
-            let h = try await warren.socket(holder), o = try await warren.socket(other)
-            try await h.subscribe("in", "#.\(holder).#", mode: "inbox")
-            try await o.subscribe("in", "#.\(other).#", mode: "inbox")
-            _ = try await h.request(#"{"op":"pub","route":"\#(holder).x","body":"never acked"}"#, expect: "puback")
+        try await Broker.withConsumerTimeout(milliseconds: 3000) {
+            let warren = try await WarrenInstance.start(["WARREN_INBOX_ACK_TIMEOUT": "1", "WARREN_AMQP_CONSUMPTION_CHANNELS": "1"])
+            defer { Task { await warren.stop() } }
+            let (h, o) = try await Self.holderAndOther(on: warren)
             let first = try await h.next(op: "msg")
-            let id = try #require(first.env?["id"]?.stringValue)
             // Five copies: the last comes at least 3.75 s after the first, past the broker's 3 s.
             for _ in 0..<4 {
                 let again = try await h.next(op: "msg")
-                #expect(again.env?["id"]?.stringValue == id && again["redelivered"] == .bool(true), "\(again)")
+                #expect(again.env?["id"] == first.env?["id"] && again["redelivered"] == .bool(true), "\(again)")
             }
-            _ = try await o.request(#"{"op":"pub","route":"\#(other).x","body":"still delivered"}"#, expect: "puback")
-            let delivered = try await o.next(timeout: .seconds(20)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" }
-            #expect(delivered?["env"]?["body"] == .string("still delivered"), "\(String(describing: delivered))")
+            try await Self.expectStillDelivered(o)
             #expect(await warren.process.waitForLog("handed back"))
             _ = await h.close()
             _ = await o.close()
-            try restore()
-        } catch {
-            try? restore()
-            throw error
         }
     }
 
@@ -120,40 +99,37 @@ struct BrokerTroubleTests {
     /// consume again on a new channel; neither client is told anything; the holder gets its
     /// message again, redelivered, and the other client's inbox still delivers.
     @Test func inboxesOnAChannelTheBrokerClosedConsumeAgain() async throws {
-        _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1000), application:set_env(rabbit, channel_tick_interval, 200).")
-        func restore() throws {
-            _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1800000), application:set_env(rabbit, channel_tick_interval, 60000).")
-        }
-        let warren: WarrenInstance
-        do {
-            warren = try await WarrenInstance.start(["WARREN_AMQP_CONSUMPTION_CHANNELS": "1"])
-        } catch {
-            try? restore()
-            throw error
-        }
-        defer { Task { await warren.stop() } }
-        do {
-            let holder = uniqueUser("holder"), other = uniqueUser("other")
-            let h = try await warren.socket(holder), o = try await warren.socket(other)
-            try await h.subscribe("in", "#.\(holder).#", mode: "inbox")
-            try await o.subscribe("in", "#.\(other).#", mode: "inbox")
-            _ = try await h.request(#"{"op":"pub","route":"\#(holder).x","body":"held past the broker's timeout"}"#, expect: "puback")
+        try await Broker.withConsumerTimeout(milliseconds: 1000) {
+            let warren = try await WarrenInstance.start(["WARREN_AMQP_CONSUMPTION_CHANNELS": "1"])
+            defer { Task { await warren.stop() } }
+            let (h, o) = try await Self.holderAndOther(on: warren)
             let first = try await h.next(op: "msg")
             let again = try #require(await h.next(timeout: .seconds(30)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" })
             #expect(again["op"]?.stringValue == "msg" && again.env?["id"] == first.env?["id"] && again["redelivered"] == .bool(true),
                     "\(again)")
             #expect(await warren.process.waitForLog("consuming on another"))
             try await h.send(#"{"op":"ack","id":"\#(again.env?["id"]?.stringValue ?? "")"}"#)
-            _ = try await o.request(#"{"op":"pub","route":"\#(other).x","body":"still delivered"}"#, expect: "puback")
-            let delivered = try #require(await o.next(timeout: .seconds(30)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" })
-            #expect(delivered.env?["body"] == .string("still delivered"), "\(delivered)")
+            try await Self.expectStillDelivered(o)
             _ = await h.close()
             _ = await o.close()
-            try restore()
-        } catch {
-            try? restore()
-            throw error
         }
+    }
+
+    /// Two inbox users on `warren`; the first has just published to its own inbox, and holds it.
+    static func holderAndOther(on warren: WarrenInstance) async throws -> (holder: TestSocket, other: TestSocket) {
+        let holder = uniqueUser("holder"), other = uniqueUser("other")
+        let h = try await warren.socket(holder), o = try await warren.socket(other)
+        try await h.subscribe("in", "#.\(holder).#", mode: "inbox")
+        try await o.subscribe("in", "#.\(other).#", mode: "inbox")
+        _ = try await h.request(#"{"op":"pub","route":"\#(holder).x","body":"never acked"}"#, expect: "puback")
+        return (h, o)
+    }
+
+    /// `other` publishes to its own inbox and gets it: its next frame is that message, not an error.
+    static func expectStillDelivered(_ other: TestSocket) async throws {
+        _ = try await other.request(#"{"op":"pub","route":"\#(other.name).x","body":"still delivered"}"#, expect: "puback")
+        let delivered = try #require(await other.next(timeout: .seconds(30)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" })
+        #expect(delivered.env?["body"] == .string("still delivered"), "\(delivered)")
     }
 
     /// An operator deletes a node's own queues (live fan-out, presence): the broker cancels

@@ -129,29 +129,24 @@ struct StoreFailureTests {
     @Test func theWriterConsumesOnANewChannelAfterTheBrokerClosedItsOwn() async throws {
         let (url, remove) = try await StoreTests.makeDatabase(.postgres)
         let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
-        _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1000), application:set_env(rabbit, channel_tick_interval, 200).")
-        var postgresStopped = false
-        func restore() async throws {
-            _ = try Broker.ctl("eval", "application:set_env(rabbit, consumer_timeout, 1800000), application:set_env(rabbit, channel_tick_interval, 60000).")
-            if postgresStopped { try await Self.postgres("start") }
-            postgresStopped = false
-        }
-        let node: WarrenInstance, socket: TestSocket, route = "room.timeout\(UUID().uuidString.prefix(6).lowercased())"
+        let route = "room.timeout\(UUID().uuidString.prefix(6).lowercased())"
         var ids: [String] = []
-        do {
-            node = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": url, "WARREN_STORE_QUEUE": queue])
-            socket = try await node.socket(uniqueUser("alice"))
+        let (node, socket) = try await Broker.withConsumerTimeout(milliseconds: 1000) {
+            let node = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": url, "WARREN_STORE_QUEUE": queue])
+            let socket = try await node.socket(uniqueUser("alice"))
             ids = try await Self.publish(20, route: route, over: socket)
             #expect(try await Self.awaitStoredCount(url, route: route, expected: 20).count == 20)
             try await Self.postgres("stop")
-            postgresStopped = true
-            ids += try await Self.publish(20, route: route, over: socket)
-            #expect(await node.process.waitForLog("the broker closed the channel of the store's consumer"))
-            try await restore()
-        } catch {
-            try? await restore()
-            throw error
+            do {
+                ids += try await Self.publish(20, route: route, over: socket)
+                #expect(await node.process.waitForLog("the broker closed the channel of the store's consumer"))
+            } catch {
+                try? await Self.postgres("start")
+                throw error
+            }
+            return (node, socket)
         }
+        try await Self.postgres("start")
         #expect(await node.process.waitForLog("the store's consumer set up again"))
         let stored = try await Self.awaitStoredCount(url, route: route, expected: 40)
         #expect(Set(stored) == Set(ids), "everything published is stored once the database is back")
