@@ -157,8 +157,8 @@ public final class BridgeRuntime: Sendable {
                 return channel
             }
             let writer = StoreWriter(store: conversations.store, settings: conversations.settings,
-                                     channel: try await openStoreChannel(), reopen: openStoreChannel, channels: pool, exchange: configuration.amqp.exchange, metrics: conversations.metrics,
-                                     logger: logger)
+                                     channel: try await openStoreChannel(), reopen: openStoreChannel, channels: pool,
+                                     exchange: configuration.amqp.exchange, metrics: conversations.metrics, logger: logger)
             try await writer.start()
             conversations.attach(writer)
         }
