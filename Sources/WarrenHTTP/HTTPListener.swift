@@ -39,20 +39,26 @@ struct HTTPListener: Service {
 
     func run() async throws {
         let quiescing = ServerQuiescingHelper(group: group)
-        let server = try await ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
+        let server: any Channel
+        do {
+            server = try await ServerBootstrap(group: group)
+                .serverChannelOption(ChannelOptions.backlog, value: 256)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .serverChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
+                    }
                 }
-            }
-            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture { try setUp(channel) }
-            }
-            .bind(host: host, port: port)
-            .get()
+                .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+                .childChannelInitializer { [self] channel in
+                    channel.eventLoop.makeCompletedFuture { try setUp(channel) }
+                }
+                .bind(host: host, port: port)
+                .get()
+        } catch {
+            logger.critical("cannot listen", metadata: ["address": "\(host):\(port)", "error": "\(error)"])
+            throw error
+        }
         logger.info("HTTP server listening", metadata: ["address": "\(host):\(server.localAddress?.port ?? port)"])
         let (closed, close) = AsyncStream<Never>.makeStream()
         await withTaskCancellationHandler {

@@ -82,7 +82,14 @@ struct Serve: AsyncParsableCommand {
                                                            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(config.shutdownGrace)
         groupConfiguration.maximumCancellationDuration = .seconds(2)
-        try await ServiceGroup(configuration: groupConfiguration).run()
+        do {
+            try await ServiceGroup(configuration: groupConfiguration).run()
+        } catch {
+            // A service failed (say the listening port is taken): the store may never have run.
+            logger.critical("warren stopped on an error", metadata: ["error": "\(error)"])
+            await conversations?.store.close()
+            throw ExitCode.failure
+        }
         logger.info("warren stopped")
     }
 }

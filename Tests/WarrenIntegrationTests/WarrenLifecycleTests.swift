@@ -1,5 +1,7 @@
 import AMQPClient
 import Foundation
+import NIOCore
+import NIOPosix
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -54,6 +56,26 @@ struct WarrenLifecycleTests {
         let status = await warren.waitForExit()
         #expect(status == 0, "log:\n\(warren.log)")
         #expect(!warren.log.contains("Fatal error"))
+    }
+
+    /// The listening port is taken: one clear log line, and Warren exits with a failure after
+    /// closing its store (a debug build asserts on a SQLite connection left open).
+    @Test func aTakenPortIsReportedAndWarrenExits() async throws {
+        let holder = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(holder.localAddress?.port)
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("warren-taken-\(UUID().uuidString).sqlite").path
+        let warren = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: [
+            "WARREN_AMQP_URL": "amqp://guest:guest@127.0.0.1:1/%2f",
+            "WARREN_HTTP_LISTEN": "127.0.0.1:\(port)",
+            "WARREN_STORE_URL": "sqlite://\(database)",
+        ])
+        defer { warren.terminate() }
+        let status = await warren.waitForExit()
+        #expect(status == 1, "log:\n\(warren.log)")
+        #expect(warren.log.contains("cannot listen"), "log:\n\(warren.log)")
+        #expect(!warren.log.contains("crashed"), "log:\n\(warren.log)")
+        try await holder.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
     }
 
     /// A malformed URL is a configuration error naming the key: Warren stops at start.

@@ -110,5 +110,7 @@ final class WarrenProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    static func freePort() -> Int { Int.random(in: 20_000...40_000) }
+    /// A port nothing listens on now (the kernel's pick, as `freePort()`), not a random guess
+    /// that could be a port another process holds.
+    static func freePort() -> Int { (try? WarrenIntegrationTests.freePort()) ?? Int.random(in: 20_000...32_000) }
 }
