@@ -21,7 +21,7 @@ status=0
 swift test --no-parallel "$@" 2>&1 | tee "$log" || status=$?
 # One plain summary line from Swift Testing's own closing line.
 total=$(grep -oE 'Test run with [0-9]+ tests?' "$log" | tail -1 | grep -oE '[0-9]+' || true)
-failed=$(grep -cE '^✘ Test .* failed after' "$log" || true)
+failed=$(grep -E '^✘ Test .* failed after' "$log" | grep -vc '^✘ Test run with' || true)
 if [ -n "$total" ]; then
     echo "tests: $((total - failed)) passed, $failed failed"
 fi
