@@ -1,5 +1,6 @@
 import AMQPClient
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 @testable import WarrenCore
@@ -31,11 +32,71 @@ struct BrokerEndingTests {
         await alice.end()
     }
 
+    /// A channel error closes the live queue's consumption channel: the hub opens another on the
+    /// same connection, declares and consumes its queue there (the bindings stay: they are the
+    /// queue's), and live delivery resumes.
+    @Test func theLiveConsumerMovesToANewChannelWhenTheBrokerClosesItsChannel() async throws {
+        let live = FakeChannel("live1"), again = FakeChannel("live2"), binds = FakeChannel("binds")
+        let hub = LiveHub(channel: live, bindChannel: binds, reopen: { again }, queue: "warren.live.t", exchange: "chat",
+                          metrics: .disabled, logger: Logger(label: "test"))
+        try await hub.start()
+        let receiver = CollectingLiveReceiver()
+        try await hub.subscribe(try TopicPattern("room.x"), subscriber: LiveSubscriber(session: ObjectIdentifier(receiver),
+                                                                                       subscriptionID: "r", receiver: receiver))
+        live.closeByBroker(406)
+        #expect(await eventually { again.consumerTags.count == 1 })
+        #expect(again.calls == ["declare warren.live.t", "consume warren.live.t"])
+        #expect(binds.calls == ["bind warren.live.t room.x", "bind warren.live.t room.x"])
+        again.deliver(to: again.consumerTags[0], routingKey: "room.x", body: "after")
+        #expect(receiver.bodies.count == 1 && receiver.bodies[0].contains("after"))
+    }
+
+    /// The node's presence queue deleted — and with it, on a node alone, the auto-deleted
+    /// presence exchange: presence declares the exchange again before binding its new queue,
+    /// then announces its whole state.
+    @Test func aDeletedPresenceQueueIsDeclaredAgainWithItsExchange() async throws {
+        let channel = FakeChannel("presence")
+        let presence = Self.presence(channel, reopen: nil)
+        try await presence.start()
+        let setUp = ["declare exchange chat.presence", "declare warren.presence.n1", "bind warren.presence.n1 ", "consume warren.presence.n1"]
+        #expect(Array(channel.calls.prefix(4)) == setUp)
+        channel.cancelByBroker(try #require(channel.consumer(of: "warren.presence.n1")))
+        #expect(await eventually { Self.consumes(channel) == 2 && channel.calls.last == "publish " })
+        #expect(Array(channel.calls.suffix(5)) == setUp + ["publish "], "set up again, then the state announced")
+        presence.stop()
+    }
+
+    /// The broker closes the presence channel (an announcement to an exchange deleted meanwhile
+    /// answers 404), once as the consumer ends and once more while it is being set up again:
+    /// each time a new channel takes its place, and the node hears the others again.
+    @Test func thePresenceChannelIsReplacedEachTimeTheBrokerClosesIt() async throws {
+        let first = FakeChannel("presence1"), second = FakeChannel("presence2"), third = FakeChannel("presence3")
+        let spares = NIOLockedValueBox([second, third])
+        let presence = Self.presence(first, reopen: { spares.withLockedValue { $0.removeFirst() } })
+        try await presence.start()
+        first.closeByBroker(404)
+        #expect(await eventually { second.consumerTags.count == 1 })
+        second.closeAtNext(404)
+        second.cancelByBroker(second.consumerTags[0])
+        #expect(await eventually { third.consumerTags.count == 1 && third.calls.last == "publish " })
+        let visitor = PresenceAnnouncement.change(node: "n2", entry: PresenceEntry(route: "room.x", user: "visitor"), present: true)
+        third.deliver(to: third.consumerTags[0], routingKey: "", body: String(decoding: visitor.encoded(), as: UTF8.self))
+        #expect(presence.users(route: "room.x") == ["visitor"])
+        presence.stop()
+    }
+
+    static func presence(_ channel: FakeChannel, reopen: (@Sendable () async throws -> any BrokerChannel)?) -> Presence {
+        let logger = Logger(label: "test")
+        return Presence(node: "n1", settings: PresenceSettings(), exchange: "chat.presence", channel: channel, reopen: reopen,
+                        publisher: Publisher(channel: FakeChannel("publish"), exchange: "chat", metrics: .disabled, logger: logger),
+                        metrics: .disabled, logger: logger)
+    }
+
     /// A bind the broker refused with a channel error closed the binding channel: the next
     /// binding change opens another one instead of failing for good.
     @Test func aClosedBindingChannelIsReplacedAtTheNextBindingChange() async throws {
         let live = FakeChannel("live"), first = FakeChannel("binds1"), second = FakeChannel("binds2")
-        let hub = LiveHub(channel: live, bindChannel: first, reopenBindChannel: { second }, queue: "warren.live.t",
+        let hub = LiveHub(channel: live, bindChannel: first, reopen: { second }, queue: "warren.live.t",
                           exchange: "chat", metrics: .disabled, logger: Logger(label: "test"))
         try await hub.start()
         let owner = RecordingOutput()
@@ -47,11 +108,16 @@ struct BrokerEndingTests {
         #expect(hub.currentBindings.own == ["room.a", "room.b"])
     }
 
-    /// A channel error closes the publishing channel: a new confirm channel takes its place and
-    /// later publishes go through it. Without a way to reopen, nothing spins.
+    /// A channel error closes the publishing channel: a publish before a new confirm channel
+    /// took its place fails; later publishes go through the new one.
     @Test func theBrokerClosingThePublishingChannelOpensAnother() async throws {
         let first = FakeChannel("publish1"), second = FakeChannel("publish2")
-        let publisher = Publisher(channel: first, reopen: { second }, exchange: "chat", metrics: .disabled, logger: Logger(label: "test"))
+        // The new channel opens only once the test has seen a publish fail on the closed one.
+        let opens = NIOLockedValueBox(false)
+        let publisher = Publisher(channel: first, reopen: {
+                                      guard opens.withLockedValue({ $0 }) else { throw AMQPError.notConnected }
+                                      return second
+                                  }, exchange: "chat", metrics: .disabled, logger: Logger(label: "test"))
         let request = PublishRequest(routes: [try RouteKey("alice.bob")], multicast: false, type: "text", body: .string("hi"),
                                      cid: nil, transient: false, headers: [])
         _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
@@ -59,6 +125,7 @@ struct BrokerEndingTests {
         await #expect(throws: ProtocolError.self) {
             _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
         }
+        opens.withLockedValue { $0 = true }
         #expect(await eventually { publisher.link.channel === second })
         _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
         #expect(first.calls == ["publish alice.bob"] && second.calls == ["publish alice.bob"])

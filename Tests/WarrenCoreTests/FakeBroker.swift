@@ -16,6 +16,7 @@ final class FakeChannel: BrokerChannel {
         var nextTag: UInt64 = 0
         var nextConsumer = 0
         var failNext: AMQPError?
+        var closeAtNext: UInt16?
         var closed: AMQPError?
         var returns: [AsyncStream<AMQPReturnedMessage>.Continuation] = []
     }
@@ -32,19 +33,35 @@ final class FakeChannel: BrokerChannel {
     }
 
     private func record(_ call: String) throws {
-        try state.withLockedValue { s in
+        let closing = try state.withLockedValue { s -> UInt16? in
             if let closed = s.closed { throw closed }
             s.calls.append(call)
+            if let code = s.closeAtNext {
+                s.closeAtNext = nil
+                return code
+            }
             if let e = s.failNext {
                 s.failNext = nil
                 throw e
             }
+            return nil
+        }
+        if let closing {
+            closeByBroker(closing)
+            throw closeReason ?? .channelNotOpen(0)
         }
     }
 
     /// The next call fails with `error`.
     func failNext(_ error: AMQPError) { state.withLockedValue { $0.failNext = error } }
 
+    /// The broker answers the next call with a channel error (`code`, say 404): the channel closes.
+    func closeAtNext(_ code: UInt16) { state.withLockedValue { $0.closeAtNext = code } }
+
+    func exchangeDeclare(_ name: String, type: String, durable: Bool, autoDelete: Bool, internal: Bool, passive: Bool,
+                         arguments: FieldTable) async throws {
+        try record("declare exchange \(name)")
+    }
     func queueDeclare(_ name: String, durable: Bool, exclusive: Bool, autoDelete: Bool, passive: Bool, arguments: FieldTable,
                       recordForRecovery: Bool) async throws -> QueueDeclareOk {
         try record("declare \(name)")
@@ -197,4 +214,15 @@ final class RecordingOutput: SessionOutput {
     var frames: [String] { state.withLockedValue { $0.frames } }
     var inboxIDs: [String?] { state.withLockedValue { $0.inboxIDs } }
     var json: [JSONValue] { frames.compactMap { try? JSONParser.parse(Array($0.utf8)) } }
+}
+
+/// A live receiver that keeps the frames it is handed.
+final class CollectingLiveReceiver: LiveReceiver {
+    private let frames = NIOLockedValueBox<[String]>([])
+    var bodies: [String] { frames.withLockedValue { $0 } }
+
+    func deliverLive(_ delivery: LiveDelivery) -> Frontend? {
+        frames.withLockedValue { $0.append(String(buffer: delivery.frame)) }
+        return .ws
+    }
 }

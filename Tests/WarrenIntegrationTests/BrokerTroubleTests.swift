@@ -163,6 +163,26 @@ struct BrokerTroubleTests {
         _ = await talker.close()
     }
 
+    /// A node alone: deleting its presence queue takes the presence exchange with it (the
+    /// exchange goes with its last binding). Warren declares both again — binding a new queue to
+    /// the missing exchange would be refused with a 404 that closes the channel — and a node
+    /// started afterwards is heard.
+    @Test func aLoneNodesPresenceComesBackAfterItsQueueAndExchangeWent() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        _ = try Broker.ctl("delete_queue", "warren.presence.\(warren.nodeID)")
+        #expect(await warren.process.waitForLog("the presence consumer set up again"))
+        let other = try await WarrenInstance.start(exchange: warren.exchange)
+        defer { Task { await other.stop() } }
+        let room = "room.alone\(UUID().uuidString.prefix(6).lowercased())"
+        let listener = try await warren.socket(uniqueUser("listener"))
+        let visitor = try await other.socket(uniqueUser("visitor"))
+        _ = try await visitor.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(try await PresenceIntegrationTests.awaitUsers(warren, route: room, [visitor.name], asking: listener.name))
+        _ = await visitor.close()
+        _ = await listener.close()
+    }
+
     /// The broker closes Warren's publishing channel with a channel error (here: a message above
     /// the `max_message_size` the broker had when the channel opened). That publish is answered
     /// `unavailable`; a new channel takes its place and the next publishes go through — one bad

@@ -144,7 +144,7 @@ public final class BridgeRuntime: Sendable {
         // The live queue is exclusive to the connection that declared it: its consumer and its
         // bindings stay on that connection.
         let hub = LiveHub(channel: try await primary.openChannel(), bindChannel: try await primary.openChannel(),
-                          reopenBindChannel: { try await primary.openChannel() }, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
+                          reopen: { try await primary.openChannel() }, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
                           bindAllAfter: configuration.amqp.liveBindAllAfter, metrics: metrics, logger: logger)
         try await hub.start()
         let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,
@@ -171,11 +171,9 @@ public final class BridgeRuntime: Sendable {
         var presence: Presence?
         if configuration.presence.enabled {
             // A channel of the node's own: its presence queue is exclusive to this connection.
-            let channel = try await primary.openChannel()
-            let exchange = PresenceSettings.exchange(for: configuration.amqp.exchange)
-            // Presence is held by live nodes only: the exchange goes with the last of them.
-            try await channel.exchangeDeclare(exchange, type: "fanout", durable: false, autoDelete: true)
-            presence = Presence(node: nodeID, settings: configuration.presence, exchange: exchange, channel: channel,
+            presence = Presence(node: nodeID, settings: configuration.presence,
+                                exchange: PresenceSettings.exchange(for: configuration.amqp.exchange),
+                                channel: try await primary.openChannel(), reopen: { try await primary.openChannel() },
                                 publisher: publisher, metrics: metrics, logger: logger,
                                 blockedReason: { primary.blockedReason })
             try await presence?.start()

@@ -63,8 +63,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     let exchange: String
     /// Consumes the live queue, and nothing else: RabbitMQ serves a channel's work in order, so
     /// deliveries must not wait behind binding changes (a client churning subscriptions would
-    /// otherwise delay every live delivery on the node).
-    let channel: any BrokerChannel
+    /// otherwise delay every live delivery on the node). Replaced when the broker closes it.
+    let channel: ReplaceableChannel
     /// Binds and unbinds the live queue's patterns (replaced when the broker closes it).
     let bindChannel: ReplaceableChannel
     let logger: Logger
@@ -76,14 +76,14 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     private let bindings: NIOLockedValueBox<LiveBindings>
 
     /// `bindAllAfter`: past this many distinct patterns the queue is bound with `#` instead of
-    /// each pattern (0: never). `reopenBindChannel` opens another binding channel on the same
-    /// connection when the broker closed `bindChannel` (nil: never replaced).
+    /// each pattern (0: never). `reopen` opens another channel on the same connection when the
+    /// broker closed `channel` or `bindChannel` (nil: never replaced).
     public init(channel: any BrokerChannel, bindChannel: any BrokerChannel,
-                reopenBindChannel: (@Sendable () async throws -> any BrokerChannel)? = nil, queue: String, exchange: String,
+                reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, queue: String, exchange: String,
                 bindAllAfter: Int = 0, metrics: WarrenMetrics, logger: Logger) {
         self.metrics = metrics
-        self.channel = channel
-        self.bindChannel = ReplaceableChannel(bindChannel, open: reopenBindChannel)
+        self.channel = ReplaceableChannel(channel, open: reopen)
+        self.bindChannel = ReplaceableChannel(bindChannel, open: reopen)
         self.queue = queue
         self.exchange = exchange
         self.logger = logger
@@ -99,6 +99,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// Declares the queue, binds what the node's subscribers need now, and consumes it: at start
     /// (nothing to bind yet), and again after the broker cancelled the consumer.
     private func establish() async throws {
+        let channel = self.channel.channel
         try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],
                                        recordForRecovery: true)
         for key in bindings.withLockedValue({ $0.brokerKeys }) {
@@ -230,11 +231,13 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
     }
 
-    /// The consumer ended. Cancelled by the broker (the live queue was deleted) with its channel
-    /// still open, the queue is declared, bound and consumed again, so the node does not go
-    /// quiet; what was published meanwhile is lost (live is at most once).
+    /// The consumer ended. Cancelled by the broker (the live queue was deleted), or its channel
+    /// closed by a channel error (a new one takes its place), the queue is declared, bound and
+    /// consumed again, so the node does not go quiet; what was published meanwhile is lost (live
+    /// is at most once).
     public func finish(_ error: AMQPError?) {
-        BrokerRetry.setUpAgain(after: error, "the live consumer", channel: channel, logger: logger) { [self] in
+        BrokerRetry.setUpAgain(after: error, "the live consumer", channel: channel.channel, replacing: channel,
+                               logger: logger) { [self] in
             try await serial.run { [self] in try await establish() }
         }
     }

@@ -8,6 +8,8 @@ public protocol BrokerChannel: AnyObject, Sendable {
     /// Why the channel is closed, or nil while it is usable.
     var closeReason: AMQPError? { get }
 
+    func exchangeDeclare(_ name: String, type: String, durable: Bool, autoDelete: Bool, internal: Bool, passive: Bool,
+                         arguments: FieldTable) async throws
     @discardableResult
     func queueDeclare(_ name: String, durable: Bool, exclusive: Bool, autoDelete: Bool, passive: Bool, arguments: FieldTable,
                       recordForRecovery: Bool) async throws -> QueueDeclareOk
@@ -42,6 +44,11 @@ extension BrokerChannel {
     func declareDurable(_ name: String, arguments: FieldTable) async throws {
         try await queueDeclare(name, durable: true, exclusive: false, autoDelete: false, passive: false, arguments: arguments,
                                recordForRecovery: false)
+    }
+
+    /// Declares a transient exchange that goes with its last binding (recorded for recovery).
+    func declareAutoDeleted(exchange name: String, type: String) async throws {
+        try await exchangeDeclare(name, type: type, durable: false, autoDelete: true, internal: false, passive: false, arguments: [:])
     }
 
     func bind(queue: String, exchange: String, pattern: String, recorded: Bool) async throws {

@@ -28,35 +28,42 @@ enum BrokerRetry {
 
 extension BrokerRetry {
     /// A consumer of one of the node's own queues ended with `error` (nil: Warren cancelled it).
-    /// Cancelled by the broker — its queue was deleted — with `channel` still open, `setUp`
-    /// (declaring, binding and consuming the queue again) runs on a task until it succeeds, then
-    /// `afterwards`; given up once `channel` is closed. With `replacing`, a `channel` the broker
-    /// closed with a channel error is replaced first, then `setUp` runs the same way (given up
-    /// only when Warren closes its connection). Any other end is logged as an error.
+    /// Cancelled by the broker — its queue was deleted — `setUp` (declaring, binding and
+    /// consuming the queue again) runs on a task until it succeeds, then `afterwards`. With
+    /// `replacing`, a channel the broker closed with a channel error — the consumer's own, or the
+    /// current one during an attempt (a bind to an exchange deleted meanwhile answers 404 and
+    /// closes it) — is replaced before the next attempt, and the retries are given up only when
+    /// Warren closes its connection; without it, once `channel` is closed. Any other end is
+    /// logged as an error.
     static func setUpAgain(after error: AMQPError?, _ consumer: String, channel: any BrokerChannel,
                            replacing: ReplaceableChannel? = nil, logger: Logger,
                            _ setUp: @escaping @Sendable () async throws -> Void,
                            afterwards: @escaping @Sendable () -> Void = {}) {
         guard let error else { return }
-        let stop: @Sendable (any Error) -> Bool
-        let replace: Bool
         switch error {
         case .consumerCancelled:
             logger.warning("the broker cancelled \(consumer) (its queue deleted?); setting it up again")
-            stop = { _ in channel.closeReason != nil }
-            replace = false
         case .channelClosed where replacing != nil:
             logger.warning("the broker closed the channel of \(consumer); opening another and setting it up again",
                            metadata: ["error": "\(error)"])
-            stop = { ($0 as? AMQPError) == .closedByUser }
-            replace = true
         default:
             logger.error("\(consumer) ended", metadata: ["error": "\(error)"])
             return
         }
+        let stop: @Sendable (any Error) -> Bool
+        if replacing == nil {
+            stop = { _ in channel.closeReason != nil }
+        } else {
+            stop = { ($0 as? AMQPError) == .closedByUser }
+        }
+        let channelClosed: Bool
+        if case .channelClosed = error { channelClosed = true } else { channelClosed = false }
         Task {
             let done = await untilDone("setting \(consumer) up again", logger: logger, stop: stop) {
-                if replace, let replacing { try await replacing.replace(channel, knownClosed: true) }
+                if let replacing {
+                    if channelClosed { try await replacing.replace(channel, knownClosed: true) }
+                    try await replacing.replace(replacing.channel)
+                }
                 try await setUp()
                 return true
             }

@@ -15,7 +15,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
     let node: String
     let settings: PresenceSettings
     let exchange: String
-    let channel: any BrokerChannel
+    /// This node's own channel (its queue is exclusive to the connection it is on): consumes the
+    /// queue and carries the announcements; replaced when the broker closes it.
+    let channel: ReplaceableChannel
     let publisher: Publisher
     let metrics: WarrenMetrics
     let logger: Logger
@@ -26,14 +28,16 @@ public final class Presence: AMQPDeliverySink, Sendable {
     private let ticker = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let badMessages = NIOLockedValueBox(0)
 
-    /// `channel` is this node's own (its queue is exclusive to the connection it is on).
-    init(node: String, settings: PresenceSettings, exchange: String, channel: any BrokerChannel, publisher: Publisher,
+    /// `reopen` opens another channel on the same connection when the broker closed `channel`
+    /// (nil: never replaced).
+    init(node: String, settings: PresenceSettings, exchange: String, channel: any BrokerChannel,
+         reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, publisher: Publisher,
          metrics: WarrenMetrics, logger: Logger, blockedReason: @escaping @Sendable () -> String? = { nil }) {
         self.blockedReason = blockedReason
         self.node = node
         self.settings = settings
         self.exchange = exchange
-        self.channel = channel
+        self.channel = ReplaceableChannel(channel, open: reopen)
         self.publisher = publisher
         self.metrics = metrics
         self.logger = logger
@@ -115,7 +119,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
 
     private func announce(_ message: PresenceAnnouncement) {
         guard blockedReason() == nil else { return }
-        _ = try? channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: exchange, routingKey: "", mandatory: false,
+        _ = try? channel.channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: exchange, routingKey: "", mandatory: false,
                                       properties: BasicProperties(contentType: "application/json", deliveryMode: 1), timeout: nil)
     }
 
@@ -156,19 +160,24 @@ public final class Presence: AMQPDeliverySink, Sendable {
         }
     }
 
-    /// Declares and binds this node's queue and consumes it.
+    /// Declares the exchange (presence is held by live nodes only: it goes with the last of
+    /// them, or with the last queue bound to it — declared again here, after this node's queue
+    /// was deleted, say), declares and binds this node's queue, and consumes it.
     private func listen() async throws {
         let queue = "warren.presence.\(node)"
+        let channel = self.channel.channel
+        try await channel.declareAutoDeleted(exchange: exchange, type: "fanout")
         try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],
                                        recordForRecovery: true)
         try await channel.queueBind(queue: queue, exchange: exchange, routingKey: "", arguments: [:], recordForRecovery: true)
         try await channel.consume(queue: queue, consumerTag: nil, noAck: true, exclusive: true, arguments: [:], sink: self)
     }
 
-    /// The consumer ended. Cancelled by the broker (the queue was deleted) with its channel still
-    /// open, the queue is declared, bound and consumed again, and the whole state announced.
+    /// The consumer ended. Cancelled by the broker (the queue was deleted), or its channel closed
+    /// by a channel error (a new one takes its place), the exchange and queue are declared, bound
+    /// and consumed again, and the whole state announced.
     public func finish(_ error: AMQPError?) {
-        BrokerRetry.setUpAgain(after: error, "the presence consumer", channel: channel, logger: logger,
+        BrokerRetry.setUpAgain(after: error, "the presence consumer", channel: channel.channel, replacing: channel, logger: logger,
                                { [self] in try await listen() }, afterwards: { [self] in announceState() })
     }
 }
