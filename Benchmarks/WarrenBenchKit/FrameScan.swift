@@ -87,7 +87,7 @@ public enum StompScan {
             consumed = i
             guard i < bytes.count else { break }
             let commandStart = i
-            while i < bytes.count, bytes[i] != 10 { i += 1 }
+            i = index(of: 10, in: bytes, from: i) ?? bytes.count
             guard i < bytes.count else { return consumed }
             var commandEnd = i
             if commandEnd > commandStart, bytes[commandEnd - 1] == 13 { commandEnd -= 1 }
@@ -98,13 +98,10 @@ public enum StompScan {
                 // i is at an LF; the next line is empty if it is LF or CR LF.
                 if i + 1 < bytes.count, bytes[i + 1] == 10 { bodyStart = i + 2; break }
                 if i + 2 < bytes.count, bytes[i + 1] == 13, bytes[i + 2] == 10 { bodyStart = i + 3; break }
-                i += 1
-                while i < bytes.count, bytes[i] != 10 { i += 1 }
+                i = index(of: 10, in: bytes, from: i + 1) ?? bytes.count
             }
             guard let start = bodyStart else { return consumed }
-            var end = start
-            while end < bytes.count, bytes[end] != 0 { end += 1 }
-            guard end < bytes.count else { return consumed }
+            guard let end = index(of: 0, in: bytes, from: start) else { return consumed }
             frame(command, start..<end)
             i = end + 1
             consumed = i

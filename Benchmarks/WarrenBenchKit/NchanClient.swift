@@ -95,8 +95,7 @@ public enum NchanAnswer {
     public static func scan(_ bytes: UnsafeRawBufferPointer, _ body: (Stamp?) -> Void) {
         var start = 0
         while start < bytes.count {
-            var end = start
-            while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
+            let end = index(of: UInt8(ascii: "\n"), in: bytes, from: start) ?? bytes.count
             if end > start { body(Stamp.parse(bytes, from: start)) }
             start = end + 1
         }

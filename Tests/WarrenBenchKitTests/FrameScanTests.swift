@@ -51,6 +51,33 @@ import Testing
         #expect(consumed == wire.utf8.count - "MESSAGE\nx:y\n\n4.4".utf8.count)
     }
 
+    /// `find` jumps between occurrences of the needle's rarest byte: every place it can be,
+    /// from the start, the end, a given offset, and near misses.
+    @Test func findFindsEveryOccurrenceAndNothingElse() {
+        func all(_ text: String, from: Int = 0) -> [Int] {
+            ByteBuffer(string: text).withUnsafeReadableBytes { bytes in
+                var found: [Int] = []
+                var at = from
+                while let i = find(#""body":"#, in: bytes, from: at) {
+                    found.append(i)
+                    at = i + 1
+                }
+                return found
+            }
+        }
+        #expect(all(#""body":"#) == [0])
+        #expect(all(#"x"body":"#) == [1])
+        #expect(all(#""body""body":"bod":"body":"#) == [6, 19])
+        #expect(all(#"{"body":1,"body":2}"#, from: 2) == [10])
+        #expect(all(#""bodyy":"body"y":"body:""#).isEmpty)
+        #expect(all(#""body""#).isEmpty)
+        #expect(all("").isEmpty)
+        #expect(all(#""body":"#, from: 1).isEmpty)
+        let bytes = Array(#"ab"body":"#.utf8)
+        #expect(bytes.withUnsafeBytes { find(#""body":"#, in: UnsafeRawBufferPointer(rebasing: $0[0..<8])) } == nil,
+                "the needle cut off by the end of the buffer")
+    }
+
     @Test func pubacksAreTold() {
         let frame = ByteBuffer(string: #"{"op":"puback","cid":"c3","id":"0190a1b2-0000-7000-8000-000000000000"}"#)
         #expect(frame.withUnsafeReadableBytes { WarrenFrame.scan($0, wantID: false) } == .puback)
