@@ -66,6 +66,14 @@ struct StoreFailureTests {
         return false
     }
 
+    /// Closes the test's socket, stops its nodes, drops its database and deletes its store queue.
+    static func tearDown(_ socket: TestSocket, nodes: [WarrenInstance], remove: () async -> Void, queue: String) async throws {
+        _ = await socket.close()
+        for node in nodes { await node.stop() }
+        await remove()
+        try await StoreTests.deleteQueue(queue)
+    }
+
     static func postgres(_ command: String) async throws {
         let status = try await TestEnvironment.spawnAndWait(TestEnvironment.packageRoot.appendingPathComponent("scripts/postgres.sh"), [command])
         guard status == 0 else { throw SocketError(description: "scripts/postgres.sh \(command) exited \(status)") }
@@ -91,11 +99,7 @@ struct StoreFailureTests {
         #expect(Set(stored) == Set(ids), "exactly the acknowledged ones")
         #expect(Set(stored).count == stored.count, "each once")
         #expect(victim.process.log.contains("warren is ready"))
-        _ = await socket.close()
-        await victim.stop()
-        await survivor.stop()
-        await remove()
-        try await StoreTests.deleteQueue(queue)
+        try await Self.tearDown(socket, nodes: [victim, survivor], remove: remove, queue: queue)
     }
 
     /// An operator deletes the store queue: the broker cancels the writer's consumer, and the
@@ -115,10 +119,7 @@ struct StoreFailureTests {
         ids += try await Self.publish(20, route: route, over: socket)
         let stored = try await Self.awaitStoredCount(url, route: route, expected: 40)
         #expect(Set(stored) == Set(ids), "what was published after the queue came back is stored")
-        _ = await socket.close()
-        await node.stop()
-        await remove()
-        try await StoreTests.deleteQueue(queue)
+        try await Self.tearDown(socket, nodes: [node], remove: remove, queue: queue)
     }
 
     /// The database is down longer than the broker's `consumer_timeout` (shortened here to 1 s,
@@ -150,10 +151,7 @@ struct StoreFailureTests {
         #expect(await node.process.waitForLog("the store's consumer set up again"))
         let stored = try await Self.awaitStoredCount(url, route: route, expected: 40)
         #expect(Set(stored) == Set(ids), "everything published is stored once the database is back")
-        _ = await socket.close()
-        await node.stop()
-        await remove()
-        try await StoreTests.deleteQueue(queue)
+        try await Self.tearDown(socket, nodes: [node], remove: remove, queue: queue)
     }
 
     @Test func aDatabaseOutageOf30SecondsLosesNothingAndReadinessFollowsIt() async throws {
@@ -185,9 +183,6 @@ struct StoreFailureTests {
         let stored = try await Self.awaitStoredCount(url, route: route, expected: ids.count)
         #expect(stored.count == ids.count, "every message published during the outage stored after it")
         #expect(Set(stored) == Set(ids))
-        _ = await socket.close()
-        await node.stop()
-        await remove()
-        try await StoreTests.deleteQueue(queue)
+        try await Self.tearDown(socket, nodes: [node], remove: remove, queue: queue)
     }
 }
