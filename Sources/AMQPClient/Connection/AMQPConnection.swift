@@ -348,8 +348,9 @@ public final class AMQPConnection: Sendable {
             do {
                 let link = try await makeLink(epoch: nextEpoch, endpoint: endpoint)
                 nextEpoch += 1
+                let declared: Set<String>
                 do {
-                    try await restore(on: link)
+                    declared = try await restoreTopology(on: link)
                 } catch {
                     link.channel.close(promise: nil)
                     throw error
@@ -360,6 +361,7 @@ public final class AMQPConnection: Sendable {
                 }
                 install(link)
                 logger.info("AMQP connection recovered", metadata: ["attempts": "\(attempt)"])
+                await restoreConsumers(on: link, declared: declared)
                 return
             } catch {
                 logger.warning("AMQP recovery attempt failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
@@ -367,11 +369,15 @@ public final class AMQPConnection: Sendable {
         }
     }
 
-    /// Replays channels, exchanges, queues, bindings and consumers on a fresh link, in that order.
-    /// An entity that fails is reported and skipped; only a dead link aborts the restore.
-    private func restore(on link: Link) async throws {
+    /// Replays channels, exchanges, queues and bindings on a fresh link, in that order, and
+    /// returns the queues it declared. An entity that fails is reported and skipped; only a
+    /// dead link aborts the restore. Consumers come back after the link is installed
+    /// (``restoreConsumers(on:declared:)``).
+    private func restoreTopology(on link: Link) async throws -> Set<String> {
         let (channels, topology) = shared.withLockedValue { s in (s.channels, s.topology) }
         for (id, record) in channels.sorted(by: { $0.key < $1.key }) {
+            let started = ContinuousClock.now
+            defer { reportSlowRecoveryStep("channel \(id)", since: started) }
             do {
                 _ = try await send(.openChannel(id, link.channel.eventLoop.makePromise()), on: link)
                 if let qos = record.qos {
@@ -417,21 +423,63 @@ public final class AMQPConnection: Sendable {
             }
         }
         try await scratch.close()
+        return declared
+    }
 
+    /// Starts the recorded consumers again on a link that is already installed, so that the
+    /// connection publishes (and reports itself connected) while a consumer whose queue is slow
+    /// to answer waits: a quorum queue whose leader died with a cluster node takes seconds to
+    /// accept a consumer, and RabbitMQ 3.10 may even close the connection over it. The consumers
+    /// of each channel are started in order, the channels side by side.
+    ///
+    /// A consumer cancelled by its user meanwhile is skipped, or cancelled again once started.
+    /// A failure that needs a new link (the link died; a queue this restore declared vanished;
+    /// a 405 from a broker that has not yet noticed the old connection died) closes this link:
+    /// its loss starts the next recovery, which restores everything again.
+    private func restoreConsumers(on link: Link, declared: Set<String>) async {
         let consumers = shared.withLockedValue { $0.topology.orderedConsumers }
-        for consumer in consumers {
-            do {
-                do {
-                    _ = try await request(.basicConsume(consumer.consume), channel: consumer.channel, sink: consumer.sink, on: link)
-                } catch let error as AMQPError {
-                    throw Self.retryIfRedeclaredQueueVanished(error, queue: consumer.consume.queue, declared: declared)
-                }
-            } catch let error as AMQPError where !Self.isLinkFailure(error) {
-                reportRecoveryFailure("consumer \(consumer.consume.consumerTag)", error)
-                if shared.withLockedValue({ $0.topology.deleteConsumer(consumer.consume.consumerTag) }) != nil {
-                    consumer.sink.finish(error)
+        let byChannel = Dictionary(grouping: consumers, by: \.channel)
+        await withTaskGroup(of: Void.self) { group in
+            for (_, onChannel) in byChannel {
+                group.addTask {
+                    for consumer in onChannel {
+                        guard await self.restoreConsumer(consumer, on: link, declared: declared) else {
+                            link.channel.close(promise: nil)
+                            return
+                        }
+                    }
                 }
             }
+        }
+    }
+
+    /// Starts one recorded consumer again; false when the link must be replaced.
+    private func restoreConsumer(_ consumer: RecordedTopology.Consumer, on link: Link, declared: Set<String>) async -> Bool {
+        let tag = consumer.consume.consumerTag
+        guard shared.withLockedValue({ $0.topology.hasConsumer(tag) }) else { return true }
+        let started = ContinuousClock.now
+        defer { reportSlowRecoveryStep("consumer \(tag) on \(consumer.consume.queue)", since: started) }
+        do {
+            do {
+                _ = try await request(.basicConsume(consumer.consume), channel: consumer.channel, sink: consumer.sink, on: link)
+            } catch let error as AMQPError {
+                throw Self.retryIfRedeclaredQueueVanished(error, queue: consumer.consume.queue, declared: declared)
+            }
+            if !shared.withLockedValue({ $0.topology.hasConsumer(tag) }) {
+                // Cancelled by its user while it was being started: its cancel may have reached
+                // the broker first, so cancel what this restore started.
+                _ = try? await request(.basicCancel(consumerTag: tag, noWait: false), channel: consumer.channel, on: link)
+            }
+            return true
+        } catch let error as AMQPError where !Self.isLinkFailure(error) {
+            if shared.withLockedValue({ $0.topology.deleteConsumer(tag) }) != nil {
+                reportRecoveryFailure("consumer \(tag)", error)
+                consumer.sink.finish(error)
+            }
+            return true
+        } catch {
+            logger.warning("AMQP consumer restore needs a new link", metadata: ["consumer": "\(tag)", "error": "\(error)"])
+            return false
         }
     }
 
@@ -457,6 +505,14 @@ public final class AMQPConnection: Sendable {
         case .channelNotOpen, .invalidArgument: return false
         default: return true
         }
+    }
+
+    /// Logs a restore step that took longer than a second: a broker still electing a quorum
+    /// queue's leader, or a node that is busy, shows up here rather than as a silent pause.
+    func reportSlowRecoveryStep(_ entity: String, since started: ContinuousClock.Instant) {
+        let took = ContinuousClock.now - started
+        guard took > .seconds(1) else { return }
+        logger.warning("AMQP recovery step was slow", metadata: ["entity": "\(entity)", "seconds": "\(took)"])
     }
 
     func reportRecoveryFailure(_ entity: String, _ error: AMQPError) {
@@ -521,6 +577,8 @@ struct RecoveryChannel {
 
     mutating func run(_ entity: String, _ body: (UInt16) async throws -> Void) async throws {
         let id = try await ensureOpen()
+        let started = ContinuousClock.now
+        defer { connection.reportSlowRecoveryStep(entity, since: started) }
         do {
             try await body(id)
         } catch let error as AMQPError where !AMQPConnection.isLinkFailure(error) {

@@ -75,6 +75,10 @@ public struct RecordedTopology: Sendable {
         consumers.removeValue(forKey: tag)
     }
 
+    public func hasConsumer(_ tag: String) -> Bool {
+        consumers[tag] != nil
+    }
+
     /// Removes and returns every consumer on `channel` (the channel is gone for good).
     public mutating func deleteConsumers(onChannel channel: UInt16) -> [Consumer] {
         let gone = consumers.ordered.filter { $0.value.channel == channel }
