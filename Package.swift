@@ -159,7 +159,7 @@ let package = Package(
             ],
             path: "Benchmarks/warren-bench"
         ),
-        // Unit tests: no I/O, run in seconds.
+        // Unit tests: no broker, run in seconds (the recovery tests talk to a scripted AMQP peer on loopback).
         .testTarget(
             name: "AMQPClientTests",
             dependencies: [
@@ -168,6 +168,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(
