@@ -35,8 +35,13 @@ struct ConsumerRestoreTests {
         // Both consumes were sent on the new connection; the slow one is still unanswered.
         try await Self.until { broker.received.contains { $0.connection == 2 && Self.consumes($0.method, "fast") } }
         #expect(broker.received.contains { $0.connection == 2 && Self.consumes($0.method, "slow") })
+        // A restored consumer's delivery is acked on the new link (an ack while the link was
+        // not yet installed used to be dropped, leaving the message unacked on the broker).
         broker.deliver("to fast", consumerTag: fast.tag, channel: fastChannel.id, deliveryTag: 1)
-        #expect(try await Self.first(of: fast) == "to fast")
+        let delivery = try #require(try await Self.firstMessage(of: fast))
+        #expect(String(buffer: delivery.body) == "to fast")
+        fastChannel.ack(delivery.deliveryTag)
+        try await Self.until { broker.received.contains { $0.connection == 2 && Self.acks($0.method, 1) } }
 
         // Once the broker answers, the slow consumer receives too.
         broker.release()
@@ -88,8 +93,17 @@ struct ConsumerRestoreTests {
     }
 
     static func first(of consumer: AMQPConsumer) async throws -> String? {
-        for try await message in consumer { return String(buffer: message.body) }
+        try await firstMessage(of: consumer).map { String(buffer: $0.body) }
+    }
+
+    static func firstMessage(of consumer: AMQPConsumer) async throws -> AMQPMessage? {
+        for try await message in consumer { return message }
         return nil
+    }
+
+    static func acks(_ method: AMQPMethod, _ tag: UInt64) -> Bool {
+        if case .basicAck(let t, _) = method { return t == tag }
+        return false
     }
 
     struct NeverHappened: Error {}
