@@ -478,7 +478,9 @@ public final class AMQPConnection: Sendable {
             }
             return true
         } catch {
-            logger.warning("AMQP consumer restore needs a new link", metadata: ["consumer": "\(tag)", "error": "\(error)"])
+            if !shared.withLockedValue({ $0.closedByUser }) {
+                logger.warning("AMQP consumer restore needs a new link", metadata: ["consumer": "\(tag)", "error": "\(error)"])
+            }
             return false
         }
     }
