@@ -2,6 +2,7 @@ import AMQPClient
 import Foundation
 import NIOCore
 import Testing
+import TestSupport
 
 /// Recovery against ``ScriptedBroker``: a consumer the broker is slow to accept after a
 /// reconnect (a quorum queue electing a leader) must not hold up the rest of the connection.
@@ -9,11 +10,7 @@ import Testing
 struct ConsumerRestoreTests {
     @Test func theConnectionIsUpAndPublishesWhileAConsumerWaitsToBeRestored() async throws {
         let broker = try await ScriptedBroker.start()
-        var configuration = AMQPConfiguration()
-        configuration.port = broker.port
-        configuration.heartbeat = 0
-        configuration.recovery = RecoveryPolicy(initialDelay: .milliseconds(10), maxDelay: .milliseconds(50))
-        let connection = try await AMQPConnection.connect(configuration: configuration)
+        let connection = try await Self.connect(to: broker)
         let events = connection.events()
 
         let publishing = try await connection.openChannel()
@@ -56,11 +53,7 @@ struct ConsumerRestoreTests {
     /// not left running on the broker (a cancel follows the consume there).
     @Test func aConsumerCancelledWhileItWaitsToBeRestoredEnds() async throws {
         let broker = try await ScriptedBroker.start()
-        var configuration = AMQPConfiguration()
-        configuration.port = broker.port
-        configuration.heartbeat = 0
-        configuration.recovery = RecoveryPolicy(initialDelay: .milliseconds(10), maxDelay: .milliseconds(50))
-        let connection = try await AMQPConnection.connect(configuration: configuration)
+        let connection = try await Self.connect(to: broker)
         let events = connection.events()
         let channel = try await connection.openChannel()
         let consumer = try await channel.consume(queue: "slow")
@@ -80,6 +73,15 @@ struct ConsumerRestoreTests {
         #expect(onNewLink[consumeAt...].contains { Self.cancels($0, consumer.tag) })
         await connection.close()
         await broker.stop()
+    }
+
+    /// A connection to `broker` that recovers within milliseconds.
+    static func connect(to broker: ScriptedBroker) async throws -> AMQPConnection {
+        var configuration = AMQPConfiguration()
+        configuration.port = broker.port
+        configuration.heartbeat = 0
+        configuration.recovery = RecoveryPolicy(initialDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+        return try await AMQPConnection.connect(configuration: configuration)
     }
 
     static func cancels(_ method: AMQPMethod, _ tag: String) -> Bool {
@@ -106,31 +108,17 @@ struct ConsumerRestoreTests {
         return false
     }
 
-    struct NeverHappened: Error {}
-
-    /// Waits for an event; a 30 s guard turns "never" into a failure instead of a hang.
+    /// Waits for a connection event (a 30 s guard turns "never" into a failure instead of a hang).
     static func until(_ events: AsyncStream<AMQPConnectionEvent>,
                       _ predicate: @escaping @Sendable (AMQPConnectionEvent) -> Bool) async throws {
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await e in events where predicate(e) { return true }
-                return false
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(30))
-                return false
-            }
-            let ok = try await group.next()!
-            group.cancelAll()
-            if !ok { throw NeverHappened() }
-        }
+        try await firstMatch(in: events, where: predicate)
     }
 
     /// Waits for a condition on the broker's record (checked every 10 ms, for at most 30 s).
     static func until(_ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while !condition() {
-            guard ContinuousClock.now < deadline else { throw NeverHappened() }
+            guard ContinuousClock.now < deadline else { throw TimedOut() }
             try await Task.sleep(for: .milliseconds(10))
         }
     }

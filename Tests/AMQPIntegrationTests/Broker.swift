@@ -38,23 +38,9 @@ extension AMQPConnection {
     /// Waits for the next event matching `predicate`, up to `timeout`.
     func waitFor(_ timeout: Duration = .seconds(30), _ events: AsyncStream<AMQPConnectionEvent>,
                  _ predicate: @escaping @Sendable (AMQPConnectionEvent) -> Bool) async throws {
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await e in events where predicate(e) { return true }
-                return false
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return false
-            }
-            let ok = try await group.next()!
-            group.cancelAll()
-            if !ok { throw TimedOut() }
-        }
+        try await firstMatch(in: events, within: timeout, where: predicate)
     }
 }
-
-struct TimedOut: Error {}
 
 /// Bounds an async operation so a broken test fails instead of hanging.
 func within<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
