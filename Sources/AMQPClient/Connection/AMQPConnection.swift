@@ -355,13 +355,16 @@ public final class AMQPConnection: Sendable {
                     link.channel.close(promise: nil)
                     throw error
                 }
-                if shared.withLockedValue({ $0.closedByUser }) {
+                // The consumers to start again are those recorded before the link is installed:
+                // one its user starts on the installed link is recorded once it runs there.
+                let consumers = shared.withLockedValue { s in s.closedByUser ? nil : s.topology.orderedConsumers }
+                guard let consumers else {
                     link.channel.close(promise: nil)
                     return
                 }
                 install(link)
                 logger.info("AMQP connection recovered", metadata: ["attempts": "\(attempt)"])
-                await restoreConsumers(on: link, declared: declared)
+                await restoreConsumers(consumers, on: link, declared: declared)
                 return
             } catch {
                 logger.warning("AMQP recovery attempt failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
@@ -372,7 +375,7 @@ public final class AMQPConnection: Sendable {
     /// Replays channels, exchanges, queues and bindings on a fresh link, in that order, and
     /// returns the queues it declared. An entity that fails is reported and skipped; only a
     /// dead link aborts the restore. Consumers come back after the link is installed
-    /// (``restoreConsumers(on:declared:)``).
+    /// (``restoreConsumers(_:on:declared:)``).
     private func restoreTopology(on link: Link) async throws -> Set<String> {
         let (channels, topology) = shared.withLockedValue { s in (s.channels, s.topology) }
         for (id, record) in channels.sorted(by: { $0.key < $1.key }) {
@@ -436,8 +439,7 @@ public final class AMQPConnection: Sendable {
     /// A failure that needs a new link (the link died; a queue this restore declared vanished;
     /// a 405 from a broker that has not yet noticed the old connection died) closes this link:
     /// its loss starts the next recovery, which restores everything again.
-    private func restoreConsumers(on link: Link, declared: Set<String>) async {
-        let consumers = shared.withLockedValue { $0.topology.orderedConsumers }
+    private func restoreConsumers(_ consumers: [RecordedTopology.Consumer], on link: Link, declared: Set<String>) async {
         let byChannel = Dictionary(grouping: consumers, by: \.channel)
         await withTaskGroup(of: Void.self) { group in
             for (_, onChannel) in byChannel {
