@@ -38,6 +38,37 @@ struct PresenceBookTests {
         #expect(a.remote["c"] != nil, "c itself was heard from recently")
     }
 
+    @Test func aUserLeavingTwoNodesAtOnceLeavesOnceFromTheSmallestNode() {
+        // alice on a and on b; c watches. Her last entries on a and b end before either
+        // node hears of the other's: each believes the other still holds her.
+        var a = PresenceBook(node: "a"), b = PresenceBook(node: "b"), c = PresenceBook(node: "c")
+        _ = a.localJoined(lobby)
+        _ = b.localJoined(lobby)
+        a.received(lobby, present: true, from: "b", at: 1)
+        b.received(lobby, present: true, from: "a", at: 1)
+        c.received(state: [lobby], from: "a", at: 1)
+        c.received(state: [lobby], from: "b", at: 1)
+        let leftA = a.localLeft(lobby), leftB = b.localLeft(lobby)
+        #expect(leftA == .init(announce: true, publish: nil))
+        #expect(leftB == .init(announce: true, publish: nil))
+        // Their announcements say they published nothing; c hears a's first, then b's.
+        #expect(c.received(lobby, present: false, published: false, from: "a", at: 2) == nil, "b still holds her, as c knows it")
+        #expect(c.received(lobby, present: false, published: false, from: "b", at: 2) == nil, "c is not the smallest node")
+        #expect(b.received(lobby, present: false, published: false, from: "a", at: 2) == nil, "b is not the smallest node")
+        #expect(a.received(lobby, present: false, published: false, from: "b", at: 2) == .leave(lobby), "a owes the leave")
+        #expect(a.users(route: "room.lobby").isEmpty && b.users(route: "room.lobby").isEmpty && c.users(route: "room.lobby").isEmpty)
+
+        // One after the other, as usual: the last node publishes, and nobody owes anything.
+        _ = a.localJoined(lobby)
+        _ = b.localJoined(lobby)
+        a.received(lobby, present: true, from: "b", at: 3)
+        b.received(lobby, present: true, from: "a", at: 3)
+        #expect(a.localLeft(lobby) == .init(announce: true, publish: nil))
+        #expect(b.received(lobby, present: false, published: false, from: "a", at: 4) == nil, "b holds her itself")
+        #expect(b.localLeft(lobby) == .init(announce: true, publish: .leave(lobby)))
+        #expect(a.received(lobby, present: false, published: true, from: "b", at: 4) == nil, "b published it")
+    }
+
     @Test func statesReplaceAndGoodbyesForget() {
         var a = PresenceBook(node: "a")
         a.received(state: [lobby], from: "b", at: 1)
@@ -57,12 +88,15 @@ struct PresenceAnnouncementTests {
         let entries: Set<PresenceEntry> = [PresenceEntry(route: "room.lobby", user: "alice"), PresenceEntry(route: "alice.bob", user: "bob")]
         for message in [PresenceAnnouncement.state(node: "n1", entries: entries), .state(node: "n1", entries: []),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: true),
-                        .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false), .goodbye(node: "n3")] {
+                        .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false),
+                        .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false, published: false),
+                        .goodbye(node: "n3")] {
             #expect(PresenceAnnouncement.decode(message.encoded()) == message)
         }
         for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
                     #"{"node":"n x","kind":"bye"}"#, #"{"node":"n","kind":"state","entries":[["room.x"]]}"#,
-                    #"{"node":"n","kind":"what"}"#, "not json", #"{"kind":"bye"}"#] {
+                    #"{"node":"n","kind":"what"}"#, "not json", #"{"kind":"bye"}"#,
+                    #"{"node":"n","kind":"leave","route":"room.x","user":"a","published":"no"}"#] {
             #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
         }
     }

@@ -89,6 +89,24 @@ struct PresenceIntegrationTests {
         if !seen.contains(where: { $0["body"]?.stringValue == "sentinel-b" }) { seen += try await Self.envelopes(bob, until: "sentinel-b") }
         #expect(Self.changes(seen) == ["\(alice) leave"], "one leave, after her last socket")
 
+        // Her sockets on both nodes closing at once (each node may still believe the other has
+        // her): one leave still.
+        let a3 = try await a.socket(alice), a4 = try await b.socket(alice)
+        _ = try await a3.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(try await Self.awaitUsers(b, route: room, [alice], asking: bobName), "b has heard of her on a: no second join")
+        _ = try await a4.request(#"{"op":"sub","id":"p","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(try await Self.awaitUsers(a, route: room, [alice], asking: bobName))
+        async let closedA3 = a3.close()
+        async let closedA4 = a4.close()
+        _ = await (closedA3, closedA4)
+        #expect(try await Self.awaitUsers(a, route: room, [], asking: bobName))
+        #expect(try await Self.awaitUsers(b, route: room, [], asking: bobName))
+        _ = try await poller.publish(#"{"route":"\#(room)","body":"sentinel-c"}"#)
+        _ = try await bob.request(#"{"op":"pub","route":"\#(room)","body":"sentinel-d"}"#, expect: "puback")
+        seen = try await Self.envelopes(bob, until: "sentinel-c")
+        if !seen.contains(where: { $0["body"]?.stringValue == "sentinel-d" }) { seen += try await Self.envelopes(bob, until: "sentinel-d") }
+        #expect(Self.changes(seen) == ["\(alice) join", "\(alice) leave"], "one join, and one leave however the closes met")
+
         // A node killed with -9: its users leave within presence.timeout.
         let c = try await WarrenInstance.start(env, exchange: a.exchange)
         defer { c.process.terminate() }

@@ -94,7 +94,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
 
     private func apply(_ outcome: PresenceBook.Outcome, _ entry: PresenceEntry, present: Bool, via: Via) {
         guard outcome.announce else { return }
-        announce(.change(node: node, entry: entry, present: present))
+        announce(.change(node: node, entry: entry, present: present, published: outcome.publish != nil))
         if let change = outcome.publish { publish(change, via: via) }
         recordCounts()
     }
@@ -151,12 +151,20 @@ public final class Presence: AMQPDeliverySink, Sendable {
             return
         }
         let now = WallClock.milliseconds()
-        book.withLockedValue { book in
+        let owed = book.withLockedValue { book -> PresenceBook.Change? in
             switch announcement {
             case .state(let other, let entries): book.received(state: entries, from: other, at: now)
-            case .change(let other, let entry, let present): book.received(entry, present: present, from: other, at: now)
+            case .change(let other, let entry, let present, let published):
+                return book.received(entry, present: present, published: published, from: other, at: now)
             case .goodbye(let other): book.receivedGoodbye(from: other)
             }
+            return nil
+        }
+        // A leave its node did not publish, now present nowhere: the user left two nodes at once.
+        // The node that left her last is unknown here: the leave is Warren's own, marked `amqp`.
+        if let owed {
+            publish(owed, via: .amqp)
+            recordCounts()
         }
     }
 

@@ -1,8 +1,11 @@
 /// What nodes tell each other about presence, on the fanout exchange `<amqp.exchange>.presence`
 /// (JSON): a node's whole state (periodically), one change, or goodbye (drained).
+///
+/// A change says whether its node published the join or leave envelope (`"published":false`
+/// when it did not, because it believed another node held the entry; absent means it did).
 public enum PresenceAnnouncement: Sendable, Equatable {
     case state(node: String, entries: Set<PresenceEntry>)
-    case change(node: String, entry: PresenceEntry, present: Bool)
+    case change(node: String, entry: PresenceEntry, present: Bool, published: Bool = true)
     case goodbye(node: String)
 
     /// More entries than this in one state message is not believed.
@@ -10,7 +13,7 @@ public enum PresenceAnnouncement: Sendable, Equatable {
 
     public var node: String {
         switch self {
-        case .state(let n, _), .change(let n, _, _), .goodbye(let n): return n
+        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n): return n
         }
     }
 
@@ -30,12 +33,12 @@ public enum PresenceAnnouncement: Sendable, Equatable {
                 w.raw("]")
             }
             w.raw("]}")
-        case .change(_, let e, let present):
+        case .change(_, let e, let present, let published):
             w.raw(present ? ",\"kind\":\"join\",\"route\":" : ",\"kind\":\"leave\",\"route\":")
             w.string(e.route)
             w.raw(",\"user\":")
             w.string(e.user)
-            w.raw("}")
+            w.raw(published ? "}" : ",\"published\":false}")
         case .goodbye:
             w.raw(",\"kind\":\"bye\"}")
         }
@@ -62,7 +65,9 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             return .state(node: node, entries: entries)
         case "join", "leave":
             guard let e = entry(json["route"], json["user"]) else { return nil }
-            return .change(node: node, entry: e, present: kind == "join")
+            let published = json["published"]
+            guard published == nil || published?.boolValue != nil else { return nil }
+            return .change(node: node, entry: e, present: kind == "join", published: published?.boolValue ?? true)
         case "bye":
             return .goodbye(node: node)
         default:

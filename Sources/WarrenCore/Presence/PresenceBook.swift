@@ -6,7 +6,10 @@
 /// updated by their deltas, and forgotten when a node has not been heard from within the
 /// timeout. A join or leave envelope is due when an entry appears or disappears cluster-wide:
 /// the node where it changed publishes it; for a node that vanished, the live node with the
-/// smallest id publishes its leaves.
+/// smallest id publishes its leaves. When a user's last entries on two nodes end at once, each
+/// node believes the other still holds her and neither publishes: the leave each announces says
+/// so, and the live node with the smallest id that hears such a leave and finds the entry
+/// present nowhere publishes it.
 public struct PresenceBook: Sendable {
     public let node: String
     public private(set) var local: [PresenceEntry: Int] = [:]
@@ -57,13 +60,19 @@ public struct PresenceBook: Sendable {
         remote[other] = (entries, now)
     }
 
-    /// Another node's single change.
-    public mutating func received(_ entry: PresenceEntry, present: Bool, from other: String, at now: Int64) {
-        guard other != node else { return }
+    /// Another node's single change; `published` is whether that node published its envelope.
+    /// Returns the leave this node owes: one the other node did not publish, for an entry now
+    /// present nowhere, when this node has the smallest id among the nodes it knows.
+    @discardableResult
+    public mutating func received(_ entry: PresenceEntry, present: Bool, published: Bool = true, from other: String,
+                                  at now: Int64) -> Change? {
+        guard other != node else { return nil }
         var known = remote[other] ?? ([], now)
         if present { known.entries.insert(entry) } else { known.entries.remove(entry) }
         known.seen = now
         remote[other] = known
+        guard !present, !published, local[entry] == nil, !elsewhere(entry), remote.keys.allSatisfy({ node < $0 }) else { return nil }
+        return .leave(entry)
     }
 
     /// Another node said goodbye (it drained; its users' leaves were published as they left).
