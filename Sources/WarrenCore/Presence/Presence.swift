@@ -75,12 +75,13 @@ public final class Presence: AMQPDeliverySink, Sendable {
 
     public func joined(route: String, user: String, via: Via) {
         let entry = PresenceEntry(route: route, user: user)
-        apply(book.withLockedValue { $0.localJoined(entry) }, entry, present: true, via: via)
+        apply(entry, present: true, via: via) { $0.localJoined(entry) }
     }
 
     public func left(route: String, user: String, via: Via) {
         let entry = PresenceEntry(route: route, user: user)
-        apply(book.withLockedValue { $0.localLeft(entry) }, entry, present: false, via: via)
+        let now = WallClock.milliseconds()
+        apply(entry, present: false, via: via) { $0.localLeft(entry, at: now) }
     }
 
     /// The users present on `route` on every node.
@@ -92,11 +93,18 @@ public final class Presence: AMQPDeliverySink, Sendable {
         metrics.presence(entries.map(\.route))
     }
 
-    private func apply(_ outcome: PresenceBook.Outcome, _ entry: PresenceEntry, present: Bool, via: Via) {
-        guard outcome.announce else { return }
-        announce(.change(node: node, entry: entry, present: present, published: outcome.publish != nil))
-        if let change = outcome.publish { publish(change, via: via) }
-        recordCounts()
+    /// Takes a local change into the book and, under the same lock, announces it and publishes
+    /// its envelope: this node's announcements and envelopes leave in the order the book took
+    /// its events (a leave here and a join heard from another node cannot swap on the way out).
+    private func apply(_ entry: PresenceEntry, present: Bool, via: Via, _ change: (inout PresenceBook) -> PresenceBook.Outcome) {
+        let announced = book.withLockedValue { book -> Bool in
+            let outcome = change(&book)
+            guard outcome.announce else { return false }
+            announce(.change(node: node, entry: entry, present: present, published: outcome.publish != nil))
+            if let envelope = outcome.publish { publish(envelope, via: via) }
+            return true
+        }
+        if announced { recordCounts() }
     }
 
     /// The transient `presence` envelope, from the user, on the route.
@@ -124,16 +132,20 @@ public final class Presence: AMQPDeliverySink, Sendable {
     }
 
     private func announceState() {
-        announce(.state(node: node, entries: book.withLockedValue { $0.localEntries }))
+        book.withLockedValue { announce(.state(node: node, entries: $0.localEntries)) }
         recordCounts()
     }
 
     private func expire() {
-        let leaves = book.withLockedValue { $0.expire(now: WallClock.milliseconds(), timeout: timeoutMilliseconds) }
-        guard !leaves.isEmpty else { return }
-        logger.info("a node went quiet; its users left", metadata: ["leaves": "\(leaves.count)"])
-        // The vanished node's door is unknown: these leaves are Warren's own, marked `amqp`.
-        for change in leaves { publish(change, via: .amqp) }
+        let now = WallClock.milliseconds()
+        let leaves = book.withLockedValue { book -> Int in
+            let leaves = book.expire(now: now, timeout: timeoutMilliseconds)
+            // The vanished node's door is unknown: these leaves are Warren's own, marked `amqp`.
+            for change in leaves { publish(change, via: .amqp) }
+            return leaves.count
+        }
+        guard leaves > 0 else { return }
+        logger.info("a node went quiet; its users left", metadata: ["leaves": "\(leaves)"])
         recordCounts()
     }
 
@@ -151,21 +163,21 @@ public final class Presence: AMQPDeliverySink, Sendable {
             return
         }
         let now = WallClock.milliseconds()
-        let owed = book.withLockedValue { book -> PresenceBook.Change? in
+        let owed = book.withLockedValue { book -> Bool in
             switch announcement {
             case .state(let other, let entries): book.received(state: entries, from: other, at: now)
             case .change(let other, let entry, let present, let published):
-                return book.received(entry, present: present, published: published, from: other, at: now)
+                // A leave its node did not publish, now present nowhere (the user left two nodes
+                // at once), or a join its node did not publish that crossed this node's leave.
+                // The other node's door is unknown here: the envelope is Warren's own, `amqp`.
+                guard let owed = book.received(entry, present: present, published: published, from: other, at: now) else { return false }
+                publish(owed, via: .amqp)
+                return true
             case .goodbye(let other): book.receivedGoodbye(from: other)
             }
-            return nil
+            return false
         }
-        // A leave its node did not publish, now present nowhere: the user left two nodes at once.
-        // The node that left her last is unknown here: the leave is Warren's own, marked `amqp`.
-        if let owed {
-            publish(owed, via: .amqp)
-            recordCounts()
-        }
+        if owed { recordCounts() }
     }
 
     /// Declares the exchange (presence is held by live nodes only: it goes with the last of

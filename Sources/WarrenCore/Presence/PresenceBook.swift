@@ -9,12 +9,18 @@
 /// smallest id publishes its leaves. When a user's last entries on two nodes end at once, each
 /// node believes the other still holds her and neither publishes: the leave each announces says
 /// so, and the live node with the smallest id that hears such a leave and finds the entry
-/// present nowhere publishes it.
+/// present nowhere publishes it. When a user arrives on one node as she leaves another, the
+/// arriving node believes she is still there and publishes no join, and the leaving node
+/// believes she is gone nowhere else and publishes the leave: the join it then hears, said
+/// to be unpublished, it publishes itself.
 public struct PresenceBook: Sendable {
     public let node: String
     public private(set) var local: [PresenceEntry: Int] = [:]
     /// Other nodes: what each has announced, and when it was last heard from (ms).
     public private(set) var remote: [String: (entries: Set<PresenceEntry>, seen: Int64)] = [:]
+    /// The leaves this node published, and when (ms): an unpublished join from another node
+    /// that crossed one of them is this node's to publish. Kept for the timeout.
+    public private(set) var publishedLeaves: [PresenceEntry: Int64] = [:]
 
     public init(node: String) { self.node = node }
 
@@ -38,17 +44,21 @@ public struct PresenceBook: Sendable {
         let count = local[entry, default: 0]
         local[entry] = count + 1
         guard count == 0 else { return Outcome(announce: false, publish: nil) }
+        publishedLeaves[entry] = nil
         return Outcome(announce: true, publish: elsewhere(entry) ? nil : .join(entry))
     }
 
-    public mutating func localLeft(_ entry: PresenceEntry) -> Outcome {
+    /// `now` (ms) dates a leave this node publishes.
+    public mutating func localLeft(_ entry: PresenceEntry, at now: Int64 = 0) -> Outcome {
         guard let count = local[entry] else { return Outcome(announce: false, publish: nil) }
         if count > 1 {
             local[entry] = count - 1
             return Outcome(announce: false, publish: nil)
         }
         local[entry] = nil
-        return Outcome(announce: true, publish: elsewhere(entry) ? nil : .leave(entry))
+        guard !elsewhere(entry) else { return Outcome(announce: true, publish: nil) }
+        publishedLeaves[entry] = now
+        return Outcome(announce: true, publish: .leave(entry))
     }
 
     /// Everything this node holds (what it announces periodically).
@@ -60,18 +70,25 @@ public struct PresenceBook: Sendable {
         remote[other] = (entries, now)
     }
 
-    /// Another node's single change; `published` is whether that node published its envelope.
-    /// Returns the leave this node owes: one the other node did not publish, for an entry now
-    /// present nowhere, when this node has the smallest id among the nodes it knows.
+    /// Another node's single change; `wasPublished` is whether that node published its envelope.
+    /// Returns the envelope this node owes: a leave the other node did not publish, for an entry
+    /// now present nowhere, when this node has the smallest id among the nodes it knows; or a
+    /// join the other node did not publish because this node still had the entry when it
+    /// arrived, though this node has since published its leave.
     @discardableResult
-    public mutating func received(_ entry: PresenceEntry, present: Bool, published: Bool = true, from other: String,
+    public mutating func received(_ entry: PresenceEntry, present: Bool, published wasPublished: Bool = true, from other: String,
                                   at now: Int64) -> Change? {
         guard other != node else { return nil }
         var known = remote[other] ?? ([], now)
         if present { known.entries.insert(entry) } else { known.entries.remove(entry) }
         known.seen = now
         remote[other] = known
-        guard !present, !published, local[entry] == nil, !elsewhere(entry), remote.keys.allSatisfy({ node < $0 }) else { return nil }
+        if present {
+            guard publishedLeaves.removeValue(forKey: entry) != nil, !wasPublished, local[entry] == nil else { return nil }
+            return .join(entry)
+        }
+        guard !wasPublished, local[entry] == nil, !elsewhere(entry), remote.keys.allSatisfy({ node < $0 }) else { return nil }
+        publishedLeaves[entry] = now
         return .leave(entry)
     }
 
@@ -84,6 +101,7 @@ public struct PresenceBook: Sendable {
     /// publish for them (entries present nowhere else, when this node has the smallest id among
     /// the nodes still alive).
     public mutating func expire(now: Int64, timeout: Int64) -> [Change] {
+        publishedLeaves = publishedLeaves.filter { now - $0.value <= timeout }
         let gone = remote.filter { now - $0.value.seen > timeout }
         guard !gone.isEmpty else { return [] }
         for name in gone.keys { remote[name] = nil }
@@ -93,6 +111,7 @@ public struct PresenceBook: Sendable {
         for (_, state) in gone {
             for entry in state.entries where local[entry] == nil && !elsewhere(entry) { leaves.insert(entry) }
         }
+        for entry in leaves { publishedLeaves[entry] = now }
         return leaves.sorted().map { .leave($0) }
     }
 
