@@ -174,7 +174,7 @@ public final class BridgeRuntime: Sendable {
             presence = Presence(node: nodeID, settings: configuration.presence,
                                 exchange: PresenceSettings.exchange(for: configuration.amqp.exchange),
                                 channel: try await primary.openChannel(), reopen: { try await primary.openChannel() },
-                                publisher: publisher, metrics: metrics, logger: logger,
+                                publisher: publisher, loop: primary.eventLoop, metrics: metrics, logger: logger,
                                 blockedReason: { primary.blockedReason })
             try await presence?.start()
         }

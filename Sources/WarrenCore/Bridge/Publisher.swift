@@ -198,6 +198,13 @@ public struct PendingPublish: Sendable {
         }
     }
 
+    /// Calls `body` once the broker has answered every route (confirmed, nacked or timed out),
+    /// counting nothing: for Warren's own envelopes, which are no client's publishes.
+    func whenSettled(_ body: @escaping @Sendable () -> Void) {
+        guard case .confirming(_, let confirms, _, _, _, _) = state, let first = confirms.first else { return body() }
+        EventLoopFuture.whenAllComplete(confirms, on: first.eventLoop).whenComplete { _ in body() }
+    }
+
     /// Counts a confirmed publish and remembers its ids, or reports the failure.
     private func finish(_ failure: Error?, _ ids: [String], _ key: String?, _ cid: String?, _ from: String,
                         _ now: Int64) throws(ProtocolError) -> [String] {

@@ -24,16 +24,26 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// Why the broker blocks publishing on this node's connection, if it does: announcements
     /// wait then (the whole state goes out again once it lifts).
     let blockedReason: @Sendable () -> String?
+    /// The loop of the connection this node's presence and publishing channels are on. The
+    /// envelopes and announcements the book's events call for are handed to it, under the book's
+    /// lock, and written from it in that order (a write made on the loop goes out at once, one
+    /// from another thread is queued behind whatever the loop has to do: two threads' writes
+    /// could swap). nil: written inline (unit tests).
+    let loop: (any EventLoop)?
     private let book: NIOLockedValueBox<PresenceBook>
+    /// Announcements in order, each after the envelope it follows is confirmed (taken inside
+    /// the book's lock, or alone from a confirm).
+    private let outbox = NIOLockedValueBox(PresenceOutbox())
     private let ticker = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let badMessages = NIOLockedValueBox(0)
 
     /// `reopen` opens another channel on the same connection when the broker closed `channel`
     /// (nil: never replaced).
     init(node: String, settings: PresenceSettings, exchange: String, channel: any BrokerChannel,
-         reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, publisher: Publisher,
+         reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, publisher: Publisher, loop: (any EventLoop)? = nil,
          metrics: WarrenMetrics, logger: Logger, blockedReason: @escaping @Sendable () -> String? = { nil }) {
         self.blockedReason = blockedReason
+        self.loop = loop
         self.node = node
         self.settings = settings
         self.exchange = exchange
@@ -68,7 +78,14 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// others forget it at once.
     public func stop() {
         ticker.withLockedValue { $0?.cancel() }
-        announce(.goodbye(node: node))
+        serially { [self] in outbox.withLockedValue { send($0.close(goodbye: .goodbye(node: node))) } }
+    }
+
+    /// Runs `body` on ``loop`` after everything handed to it before, even when called on it
+    /// (at once without a loop).
+    private func serially(_ body: @escaping @Sendable () -> Void) {
+        guard let loop else { return body() }
+        loop.execute(body)
     }
 
     // MARK: local sessions
@@ -93,46 +110,68 @@ public final class Presence: AMQPDeliverySink, Sendable {
         metrics.presence(entries.map(\.route))
     }
 
-    /// Takes a local change into the book and, under the same lock, announces it and publishes
-    /// its envelope: this node's announcements and envelopes leave in the order the book took
-    /// its events (a leave here and a join heard from another node cannot swap on the way out).
+    /// Takes a local change into the book and, under the same lock, hands its envelope and its
+    /// announcement to ``loop``: this node's envelopes and announcements leave in the order the
+    /// book took its events (a leave here and a join heard from another node cannot swap on the
+    /// way out), the announcement only once the broker confirmed the envelope (``PresenceOutbox``).
     private func apply(_ entry: PresenceEntry, present: Bool, via: Via, _ change: (inout PresenceBook) -> PresenceBook.Outcome) {
         let announced = book.withLockedValue { book -> Bool in
             let outcome = change(&book)
             guard outcome.announce else { return false }
-            announce(.change(node: node, entry: entry, present: present, published: outcome.publish != nil))
-            if let envelope = outcome.publish { publish(envelope, via: via) }
+            let message = PresenceAnnouncement.change(node: node, entry: entry, present: present, published: outcome.publish != nil)
+            serially { [self] in announce(message, after: outcome.publish.flatMap { publish($0, via: via) }) }
             return true
         }
         if announced { recordCounts() }
     }
 
-    /// The transient `presence` envelope, from the user, on the route.
-    private func publish(_ change: PresenceBook.Change, via: Via) {
+    /// The transient `presence` envelope, from the user, on the route; nil if it could not be sent.
+    @discardableResult
+    private func publish(_ change: PresenceBook.Change, via: Via) -> PendingPublish? {
         let (entry, state): (PresenceEntry, String)
         switch change {
         case .join(let e): (entry, state) = (e, "join")
         case .leave(let e): (entry, state) = (e, "leave")
         }
-        guard let route = try? RouteKey(entry.route) else { return }
+        guard let route = try? RouteKey(entry.route) else { return nil }
         let request = PublishRequest(routes: [route], multicast: false, type: "presence",
                                      body: .object([(key: "user", value: .string(entry.user)), (key: "state", value: .string(state))]),
                                      cid: nil, transient: true, headers: [])
         do {
-            _ = try publisher.submit(request, from: entry.user, via: via, maxMessageBytes: 65_536)
+            return try publisher.submit(request, from: entry.user, via: via, maxMessageBytes: 65_536)
         } catch {
             logger.warning("could not publish a presence change", metadata: ["route": "\(entry.route)", "error": "\(error)"])
+            return nil
         }
     }
 
-    private func announce(_ message: PresenceAnnouncement) {
-        guard blockedReason() == nil else { return }
-        _ = try? channel.channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: exchange, routingKey: "", mandatory: false,
-                                      properties: BasicProperties(contentType: "application/json", deliveryMode: 1), timeout: nil)
+    /// Sends `message` after every announcement before it, and after `envelope` is confirmed.
+    private func announce(_ message: PresenceAnnouncement, after envelope: PendingPublish? = nil) {
+        let gate = outbox.withLockedValue { outbox -> Int? in
+            let (gate, ready) = outbox.add(message, gated: envelope != nil)
+            send(ready)
+            return gate
+        }
+        guard let gate, let envelope else { return }
+        // Confirmed or failed (nacked, timed out, channel gone) alike: the announcement goes.
+        envelope.whenSettled { [self] in outbox.withLockedValue { send($0.confirmed(gate)) } }
+    }
+
+    /// Writes announcements to the presence exchange (under the outbox's lock: in order).
+    private func send(_ messages: [PresenceAnnouncement]) {
+        guard !messages.isEmpty, blockedReason() == nil else { return }
+        for message in messages {
+            _ = try? channel.channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: exchange, routingKey: "", mandatory: false,
+                                                  properties: BasicProperties(contentType: "application/json", deliveryMode: 1),
+                                                  timeout: nil)
+        }
     }
 
     private func announceState() {
-        book.withLockedValue { announce(.state(node: node, entries: $0.localEntries)) }
+        book.withLockedValue { book in
+            let message = PresenceAnnouncement.state(node: node, entries: book.localEntries)
+            serially { [self] in announce(message) }
+        }
         recordCounts()
     }
 
@@ -141,7 +180,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
         let leaves = book.withLockedValue { book -> Int in
             let leaves = book.expire(now: now, timeout: timeoutMilliseconds)
             // The vanished node's door is unknown: these leaves are Warren's own, marked `amqp`.
-            for change in leaves { publish(change, via: .amqp) }
+            if !leaves.isEmpty { serially { [self] in for change in leaves { publish(change, via: .amqp) } } }
             return leaves.count
         }
         guard leaves > 0 else { return }
@@ -149,7 +188,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
         recordCounts()
     }
 
-    // MARK: other nodes (on the broker's event loop)
+    // MARK: other nodes (on the broker's event loop: ``loop``)
 
     public func deliver(_ message: AMQPMessage) {
         guard let announcement = PresenceAnnouncement.decode(message.body.readableBytesView) else {
@@ -171,7 +210,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
                 // at once), or a join its node did not publish that crossed this node's leave.
                 // The other node's door is unknown here: the envelope is Warren's own, `amqp`.
                 guard let owed = book.received(entry, present: present, published: published, from: other, at: now) else { return false }
-                publish(owed, via: .amqp)
+                serially { [self] in publish(owed, via: .amqp) }
                 return true
             case .goodbye(let other): book.receivedGoodbye(from: other)
             }
