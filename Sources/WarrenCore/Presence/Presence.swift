@@ -31,8 +31,8 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// could swap). nil: written inline (unit tests).
     let loop: (any EventLoop)?
     private let book: NIOLockedValueBox<PresenceBook>
-    /// Announcements in order, each after the envelope it follows is confirmed (taken inside
-    /// the book's lock, or alone from a confirm).
+    /// Announcements in order, each after the envelope it follows is confirmed (used on
+    /// ``loop``, where the confirms come too; the lock is for the first announcement at start).
     private let outbox = NIOLockedValueBox(PresenceOutbox())
     private let ticker = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let badMessages = NIOLockedValueBox(0)
