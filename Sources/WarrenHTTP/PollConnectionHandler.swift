@@ -377,7 +377,6 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         parked = nil
         release()
         answer(context, response: PollAnswerBody.response(items, cursor: cursor), headSaysClose: false)
-        PollerAcknowledgements.delayNext(on: context.channel)
     }
 
     /// Writes a JSON answer that is not a poll's (a new session, an error).
