@@ -1,11 +1,3 @@
-/// What a subscription is backed by (DESIGN §3).
-public enum SubscriptionMode: String, Sendable, Hashable {
-    /// At most once: nothing is kept while the client is away.
-    case live
-    /// At least once: the user's durable inbox queue; a delivery is removed once acknowledged.
-    case inbox
-}
-
 /// A subscription's deliveries, in order. An inbox delivery is acknowledged when the iteration
 /// moves past it (the loop body finished and asked for the next one), so one the application
 /// did not finish with comes again after a reconnect.

@@ -106,21 +106,3 @@ enum Wire {
         String(decoding: (try? JSONEncoder().encode(value)) ?? Data("{}".utf8), as: UTF8.self)
     }
 }
-
-/// A page of a conversation's history (DESIGN §10).
-public struct HistoryPage: Sendable, Decodable {
-    public let route: String
-    /// Oldest first.
-    public let messages: [Envelope]
-    /// Older messages remain.
-    public let more: Bool
-}
-
-/// One of the user's conversations (DESIGN §10).
-public struct Conversation: Sendable, Decodable {
-    public let route: String
-    public let last: Envelope
-    public let unread: Int
-    /// The user's read marker.
-    public let read: String?
-}

@@ -1,12 +1,3 @@
-/// Runs statements on one connection (inside a transaction, or for reads).
-protocol SQLSession: Sendable {
-    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow]
-}
-
-extension SQLSession {
-    func query(_ sql: String) async throws -> [SQLRow] { try await query(sql, []) }
-}
-
 /// What ``SQLConversationStore`` needs of a database: a dialect, serialised transactions for
 /// writes, and sessions for reads. SQLite and PostgreSQL each provide one.
 protocol SQLDatabase: Sendable {

@@ -1,69 +1,6 @@
 import Foundation
 import JWTKit
 
-/// The optional `warren` claim: per-token subscribe / publish lists that replace the configured ones.
-public struct WarrenClaim: Codable, Sendable, Equatable {
-    public var subscribe: [String]?
-    public var publish: [String]?
-}
-
-/// The claims Warren reads from a token. `exp` is required: a token that never expires
-/// would outlive any revocation, and Warren's poll session strings (which carry no `exp`)
-/// must never pass for one.
-struct WarrenTokenPayload: JWTPayload {
-    var sub: SubjectClaim
-    var exp: ExpirationClaim
-    var nbf: NotBeforeClaim?
-    var iat: IssuedAtClaim?
-    var aud: AudienceClaim?
-    var iss: IssuerClaim?
-    var warren: WarrenClaim?
-
-    /// Time-based and audience checks need the configured leeway and audience, so
-    /// `TokenAuthority.verify` does them after the signature check.
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
-}
-
-/// Who a valid token says the client is, and until when.
-public struct VerifiedToken: Sendable {
-    public var user: String
-    /// When the token stops being accepted (its `exp` plus the leeway): sockets close with 4401 then.
-    public var expiresAt: Date?
-    /// The token's own access lists, if it carried a `warren` claim.
-    public var policy: AccessPolicy?
-}
-
-/// The signature algorithms Warren accepts, one per deployment.
-public enum TokenAlgorithm: String, Sendable, CaseIterable {
-    /// A shared secret: whoever can verify can also mint.
-    case hs256 = "HS256"
-    /// An RSA public key (≥ 2048 bits): an identity provider mints, Warren only verifies.
-    case rs256 = "RS256"
-    /// A P-256 public key: as RS256, with smaller keys and tokens.
-    case es256 = "ES256"
-}
-
-/// What a token must satisfy besides its signature.
-public struct TokenRules: Sendable, Equatable {
-    /// Clock skew tolerated on `exp`, `nbf` and `iat`, in seconds.
-    public var leeway: Int = 30
-    /// When set, the token's `aud` must include it.
-    public var audience: String?
-    /// When set, the token's `iss` must equal it.
-    public var issuer: String?
-
-    public init(leeway: Int = 30, audience: String? = nil, issuer: String? = nil) {
-        self.leeway = leeway
-        self.audience = audience
-        self.issuer = issuer
-    }
-}
-
-/// Why a key could not be loaded.
-public struct TokenKeyError: Error, CustomStringConvertible {
-    public var description: String
-}
-
 /// Verifies (and, given a private key or secret, signs) Warren's JWTs through jwt-kit.
 ///
 /// jwt-kit refuses a token whose `alg` header differs from the configured key's, so an

@@ -3,41 +3,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Per-client limits (DESIGN §4, `[limits]`).
-public struct BridgeLimits: Sendable, Equatable {
-    /// Largest encoded envelope (`too_large` above).
-    public var maxMessageBytes: Int = 65_536
-    /// Largest WebSocket frame (close 1009 above).
-    public var maxFrameBytes: Int = 1 << 20
-    /// Errors within a minute before the socket is closed with 1008.
-    public var maxBadFrames: Int = 100
-    /// Subscriptions one connection may hold.
-    public var maxSubscriptions: Int = 100
-    /// Bytes queued for one socket above which it is closed with 4008 (slow consumer) once it
-    /// has stayed there for `slowGraceSeconds`.
-    public var outboundBufferBytes: Int = 1 << 20
-    /// Bytes queued for one socket above which it is closed with 4008 at once (0: 16 ×
-    /// `outboundBufferBytes`).
-    public var outboundHardCapBytes: Int = 0
-    /// Seconds a socket may stay over `outboundBufferBytes` while it reads (a burst it drains).
-    public var slowGraceSeconds: Int = 10
-
-    /// The hard cap in effect.
-    public var effectiveHardCapBytes: Int {
-        outboundHardCapBytes > 0 ? max(outboundHardCapBytes, outboundBufferBytes) : outboundBufferBytes * 16
-    }
-    /// Publishes one connection may have awaiting confirms.
-    public var maxPendingPublishes: Int = 256
-    /// WebSockets plus held long-polls one user may have open on one node (0 = unlimited).
-    public var maxConnectionsPerUser: Int = 100
-    /// Publishes a second one user may make on one node, all frontends together (0 = unlimited).
-    public var publishRate: Int = 100
-    /// Publishes a user may make in a burst above the rate.
-    public var publishBurst: Int = 200
-
-    public init() {}
-}
-
 /// The running bridge once the broker link is up: the publisher, the live hub,
 /// inbox access and the rules every session shares.
 public final class BridgeRuntime: Sendable {

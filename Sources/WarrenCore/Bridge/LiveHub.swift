@@ -3,50 +3,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// One subscriber of the live fan-out: a session and its subscription id, and the session's
-/// receiver (kept with it, so a delivery needs no lookup per subscriber). Equal by session and
-/// subscription id.
-public struct LiveSubscriber: Hashable, Sendable {
-    public let session: ObjectIdentifier
-    public let subscriptionID: String
-    let receiver: (any LiveReceiver)?
-
-    public init(session: ObjectIdentifier, subscriptionID: String, receiver: (any LiveReceiver)? = nil) {
-        self.session = session
-        self.subscriptionID = subscriptionID
-        self.receiver = receiver
-    }
-
-    public static func == (a: LiveSubscriber, b: LiveSubscriber) -> Bool {
-        a.session == b.session && a.subscriptionID == b.subscriptionID
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(session)
-        hasher.combine(subscriptionID)
-    }
-}
-
-/// One live message on its way to the local subscribers of one subscription id.
-public struct LiveDelivery: Sendable {
-    /// The whole `msg` frame: built once per message and subscription id and shared by every
-    /// socket it goes to.
-    public let frame: ByteBuffer
-    public let routeKey: RouteKey
-    /// `routeKey`'s metrics class, looked up once per message rather than per socket.
-    public let routeClass: RouteClass
-    /// The envelope's `ts` (ms), for the delivery latency.
-    public let acceptedAt: Int64
-}
-
-/// Receives live deliveries for one session.
-public protocol LiveReceiver: AnyObject, Sendable {
-    /// Called on the AMQP event loop, once per matching subscription. Returns the frontend the
-    /// delivery is counted under, nil when it was not delivered (the hub counts the fan-out's
-    /// deliveries once per message and frontend).
-    func deliverLive(_ delivery: LiveDelivery) -> Frontend?
-}
-
 /// The node's live fan-out (DESIGN §3, `live`).
 ///
 /// One exclusive, auto-delete queue per node (`warren.live.<node>`) is bound to
@@ -239,24 +195,6 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         BrokerRetry.setUpAgain(after: error, "the live consumer", channel: channel.channel, replacing: channel,
                                logger: logger) { [self] in
             try await serial.run { [self] in try await establish() }
-        }
-    }
-}
-
-/// A fan-out's deliveries per frontend, counted into the metrics once.
-struct FanOutCounts {
-    private var counts = [(deliveries: Int, bytes: Int)](repeating: (0, 0), count: Frontend.allCases.count)
-
-    mutating func add(_ frontend: Frontend, bytes: Int) {
-        counts[frontend.rawValue].deliveries += 1
-        counts[frontend.rawValue].bytes += bytes
-    }
-
-    func record(on metrics: WarrenMetrics, route: RouteClass, acceptedAt: Int64) {
-        let now = WallClock.milliseconds()
-        for frontend in Frontend.allCases where counts[frontend.rawValue].deliveries > 0 {
-            let c = counts[frontend.rawValue]
-            metrics.delivered(route, frontend, count: c.deliveries, bytes: c.bytes, acceptedAtMilliseconds: acceptedAt, now: now)
         }
     }
 }

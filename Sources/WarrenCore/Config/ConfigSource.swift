@@ -170,4 +170,4 @@ extension Substring {
 }
 
 /// Only whitespace trimming is needed; avoids pulling Foundation into the core for it.
-enum CharacterSetLike { case whitespaces }
+fileprivate enum CharacterSetLike { case whitespaces }

@@ -3,31 +3,6 @@ import CoreMetrics
 import NIOConcurrencyHelpers
 import Prometheus
 
-/// The labels of DESIGN §7; every value comes from a bounded set.
-public enum Frontend: Int, CaseIterable, Sendable {
-    case ws, poll, amqp
-    public var label: String { ["ws", "poll", "amqp"][rawValue] }
-}
-
-public enum Direction: Int, CaseIterable, Sendable {
-    case `in`, out
-    public var label: String { rawValue == 0 ? "in" : "out" }
-}
-
-public enum DropReason: Int, CaseIterable, Sendable {
-    case slowConsumer, tooLarge, forbidden, invalid, unroutable, rateLimited
-    public var label: String { ["slow_consumer", "too_large", "forbidden", "invalid", "unroutable", "rate_limited"][rawValue] }
-}
-
-/// Which configured limit a client ran into (`warren_limit_hits_total{frontend,reason}`).
-public enum LimitReason: Int, CaseIterable, Sendable {
-    case connections, subscriptions, publishRate, pendingPublishes, messageSize, frameSize, badFrames, slowConsumer, ackTimeout
-    public var label: String {
-        ["connections", "subscriptions", "publish_rate", "pending_publishes", "message_size", "frame_size", "bad_frames",
-         "slow_consumer", "ack_timeout"][rawValue]
-    }
-}
-
 /// Warren's metrics (DESIGN §7): Prometheus through swift-metrics, and the same figures as
 /// plain numbers for `/v1/stats` and the dashboard.
 ///
@@ -351,9 +326,4 @@ public final class WarrenMetrics: Sendable {
         }
         w.raw("}")
     }
-}
-
-/// A routing key's route class (a `[[route]]` name or `other`), as ``WarrenMetrics`` indexes it.
-public struct RouteClass: Sendable, Hashable {
-    let index: Int
 }

@@ -1,39 +1,6 @@
 import Foundation
 import JWTKit
 
-/// One subscription of a poll session.
-public struct PollSubscription: Sendable, Equatable, Codable {
-    public var id: String
-    public var pattern: String
-    public var mode: String
-    /// Announce the user on the route (DESIGN §11); absent in sessions made before presence.
-    public var presence: Bool?
-
-    public init(id: String, pattern: String, mode: String, presence: Bool? = nil) {
-        self.id = id
-        self.pattern = pattern
-        self.mode = mode
-        self.presence = presence
-    }
-}
-
-/// What a session token carries, so that any node can serve any session.
-public struct PollSessionDescriptor: Sendable, Equatable {
-    /// Random: tells sessions apart (and a deleted one from a new one).
-    public var id: String
-    public var user: String
-    public var device: String
-    public var subscriptions: [PollSubscription]
-}
-
-struct PollSessionClaims: JWTPayload {
-    var sub: SubjectClaim
-    var sid: String
-    var dev: String
-    var subs: [PollSubscription]
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
-}
-
 /// Turns a session descriptor into the opaque session string and back.
 ///
 /// The string is an HS256-signed JWT, so a node can trust the user, device and

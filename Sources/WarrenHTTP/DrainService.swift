@@ -2,19 +2,6 @@ import NIOConcurrencyHelpers
 import ServiceLifecycle
 import WarrenCore
 
-/// The open WebSocket outputs, so a drain can close each with 1001 itself.
-final class OpenSockets: Sendable {
-    private let outputs = NIOLockedValueBox<[ObjectIdentifier: WebSocketOutput]>([:])
-
-    func add(_ output: WebSocketOutput) { outputs.withLockedValue { $0[ObjectIdentifier(output)] = output } }
-    func remove(_ output: WebSocketOutput) { _ = outputs.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(output)) } }
-    var count: Int { outputs.withLockedValue { $0.count } }
-
-    func closeAll(code: UInt16, reason: String) {
-        for output in outputs.withLockedValue({ Array($0.values) }) { output.close(code: code, reason: reason) }
-    }
-}
-
 /// The first thing to stop on SIGTERM (it runs last in the service list, so it is shut down
 /// first): readiness goes 503, every socket gets close 1001 (hummingbird would close them with
 /// 1000), and it waits — within the grace period — for them to go, which hands their

@@ -1,0 +1,4 @@
+/// Why a key could not be loaded.
+public struct TokenKeyError: Error, CustomStringConvertible {
+    public var description: String
+}

@@ -1,0 +1,25 @@
+import ArgumentParser
+import Foundation
+import WarrenCore
+
+/// `warren token`: mints a token for a user (development and scripts).
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a token for a user, signed with the configured secret or private key.")
+    @OptionGroup var options: ConfigOption
+    @Option(help: "The user (the token's sub).") var user: String
+    @Option(help: "How long it is valid: 90s, 30m, 1h, 7d.") var ttl: String = "1h"
+
+    func run() async throws {
+        let config = try options.load()
+        guard RouteKey.isValidWord(user) else { throw ValidationError("--user must be a word of [A-Za-z0-9_-]") }
+        guard let seconds = DurationText.seconds(ttl).map(TimeInterval.init) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d") }
+        let authority: TokenAuthority
+        do { authority = try await config.auth.makeAuthority() } catch {
+            throw ValidationError("cannot sign tokens: \(error) (HS256: set auth.secret or WARREN_AUTH_SECRET; RS256/ES256: auth.private_key_file)")
+        }
+        guard authority.canMint else {
+            throw ValidationError("\(config.auth.algorithm.rawValue) needs auth.private_key_file to sign tokens")
+        }
+        print(try await authority.mint(user: user, ttl: seconds))
+    }
+}
