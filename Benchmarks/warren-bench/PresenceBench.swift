@@ -6,26 +6,6 @@ import NIOCore
 import NIOPosix
 import WarrenBenchKit
 
-/// One presence measurement (DESIGN §11, issue 15).
-struct PresenceResult: Codable {
-    var users: Int
-    var rooms: Int
-    var nodes: Int
-    var setupSeconds: Double
-    var queries: Int
-    var queryP50Ms: Double
-    var queryP99Ms: Double
-    var queryMaxMs: Double
-    var queryErrors: Int
-    var restSeconds: Int
-    /// Announcements crossing the broker's presence exchange at rest, per second, and their bytes.
-    var restMessagesPerSecond: Double
-    var restBytesPerSecond: Double
-    /// Each node's CPU at rest (CPU-seconds per second) and RSS.
-    var nodeIdleCPU: [Double]
-    var nodeRSSMiB: [Double]
-}
-
 /// `--scenarios presence`: two Warren nodes, `presenceUsers` WebSockets spread over them, each
 /// present in one of `presenceRooms` rooms; once every node sees everyone, `GET /v1/presence`
 /// is timed on both nodes in turn, then everything rests for `idleSeconds` while the bench
@@ -116,40 +96,5 @@ struct PresenceBench {
                    result.queryP50Ms, result.queryP99Ms, errors, result.restMessagesPerSecond, result.restBytesPerSecond,
                    result.nodeIdleCPU.map { String(format: "%.4f", $0) }.joined(separator: " / ")))
         return result
-    }
-}
-
-/// Counts the messages crossing the presence exchange (a queue of the bench's own bound to it).
-final class PresenceTrafficCounter: AMQPDeliverySink, Sendable {
-    let connection: AMQPConnection
-    private let counts = NIOLockedValueBox((messages: 0, bytes: 0))
-
-    private init(connection: AMQPConnection) { self.connection = connection }
-
-    static func start(url: String, exchange: String) async throws -> PresenceTrafficCounter {
-        var config = try AMQPConfiguration(url: url)
-        config.recovery = RecoveryPolicy(enabled: false)
-        config.connectionName = "warren-bench presence traffic"
-        let connection = try await AMQPConnection.connect(configuration: config, logger: quietLogger)
-        let counter = PresenceTrafficCounter(connection: connection)
-        let channel = try await connection.openChannel()
-        let queue = try await channel.queueDeclare("", exclusive: true, autoDelete: true).queue
-        try await channel.queueBind(queue: queue, exchange: exchange, routingKey: "")
-        try await channel.consume(queue: queue, noAck: true, exclusive: true, sink: counter)
-        return counter
-    }
-
-    func deliver(_ message: AMQPMessage) {
-        counts.withLockedValue {
-            $0.messages += 1
-            $0.bytes += message.body.readableBytes
-        }
-    }
-
-    func finish(_ error: AMQPError?) {}
-
-    func stop() async -> (messages: Int, bytes: Int) {
-        await connection.close()
-        return counts.withLockedValue { $0 }
     }
 }

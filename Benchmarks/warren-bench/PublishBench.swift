@@ -3,45 +3,6 @@ import NIOCore
 import NIOPosix
 import WarrenBenchKit
 
-/// Who publishes in the `publish` scenario (issue 18): through Warren's two doors, and the
-/// anchors on the same broker.
-enum PublishTarget: String, CaseIterable, Codable {
-    /// Warren WebSocket `pub`, each waiting for its `puback`.
-    case ws = "ws-publish"
-    /// Warren `POST /v1/messages`, each waiting for its 202.
-    case http = "http-publish"
-    /// Web-STOMP SEND with a receipt (RabbitMQ answers once the broker confirmed).
-    case stomp = "stomp-publish"
-    /// Plain AMQP with publisher confirms.
-    case amqp = "amqp-publish"
-
-    var usesWarren: Bool { self == .ws || self == .http }
-}
-
-/// One publishing run.
-struct PublishResult: Codable {
-    var target: String
-    var round: Int
-    var clients: Int
-    var messagesPerClient: Int
-    var connectSeconds: Double
-    /// Publishes acknowledged (puback, 202, receipt, confirm), and refused or failed.
-    var acknowledged: Int
-    var failed: Int
-    var errors: [String]
-    /// Acknowledged publishes per second, first publish to last acknowledgement.
-    var messagesPerSecond: Double
-    var ackP50Ms: Double
-    var ackP99Ms: Double
-    var ackMaxMs: Double
-    /// What reached the checker's queue on the broker, and what of the acknowledged did not.
-    var delivered: Int
-    var lost: Int
-    var warrenCPUMicrosPerPublish: Double?
-    var brokerCPUMicrosPerPublish: Double?
-    var benchCPUMicrosPerPublish: Double?
-}
-
 /// `--scenarios publish`: `publishClients` clients, each publishing `publishMessages` messages
 /// to a 1:1 conversation of its own (`p<i>.q<i>`), one at a time, each sent once the one
 /// before was acknowledged. Every target runs `rounds` times, alternating, on an exchange of

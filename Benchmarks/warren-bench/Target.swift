@@ -1,0 +1,25 @@
+/// Who is measured.
+enum Target: String, CaseIterable, Codable {
+    /// Warren, WebSocket clients with live subscriptions.
+    case warrenWS = "warren-ws"
+    /// Warren, WebSocket clients with inbox subscriptions (acked).
+    case warrenInbox = "warren-inbox"
+    /// Warren, HTTP long-polling clients.
+    case warrenPoll = "warren-poll"
+    /// RabbitMQ's Web-STOMP plugin on the same broker.
+    case stomp = "web-stomp"
+    /// Plain AMQP consumers, one connection each.
+    case amqp = "amqp"
+    /// Plain AMQP consumers acking by hand (prefetch 100, one `multiple` ack per 50): the
+    /// like-for-like anchor of `warren-inbox`.
+    case amqpAck = "amqp-ack"
+    /// Nchan long-polling subscribers, one message per answer (the anchor for polling).
+    case nchan = "nchan"
+    /// Nchan long-polling subscribers, every waiting message in one answer (`nchan_longpoll_multipart_response raw`).
+    case nchanMulti = "nchan-multi"
+
+    var usesWarren: Bool { self == .warrenWS || self == .warrenInbox || self == .warrenPoll }
+    var usesNchan: Bool { self == .nchan || self == .nchanMulti }
+    /// Its clients are WebSockets (the idle runs ping them).
+    var usesWebSockets: Bool { self == .warrenWS || self == .warrenInbox || self == .stomp }
+}
