@@ -4,21 +4,6 @@ import NIOCore
 import Testing
 @testable import WarrenCore
 
-/// Records what an inbox consumer hands its session.
-final class RecordingInboxReceiver: InboxReceiver {
-    private let state = NIOLockedValueBox<(ids: [String], redelivered: [Bool], handedBack: [Int])>(([], [], []))
-    var ids: [String] { state.withLockedValue { $0.ids } }
-    var redelivered: [Bool] { state.withLockedValue { $0.redelivered } }
-    var handedBack: [Int] { state.withLockedValue { $0.handedBack } }
-
-    func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, routeClass: RouteClass, redelivered: Bool,
-                      acceptedAt: Int64) {
-        state.withLockedValue { $0.ids.append(envelopeID); $0.redelivered.append(redelivered) }
-    }
-    func inboxEnded(_ error: AMQPError?) {}
-    func inboxHandedBack(count: Int) { state.withLockedValue { $0.handedBack.append(count) } }
-}
-
 /// A client that never acks must not make RabbitMQ close the consumption channel it shares with
 /// other clients (`consumer_timeout`): what it holds past `inbox.ack_timeout` goes back and
 /// comes again. Sweeps are run by hand here (the timeout is an hour, so the timer never does).

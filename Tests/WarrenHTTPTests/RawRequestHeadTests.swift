@@ -87,13 +87,3 @@ struct RawRequestHeadTests {
         #expect(String(buffer: head) == "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 12\r\nconnection: close\r\n\r\n")
     }
 }
-
-@Suite("The poll path's responses")
-struct PollResponseTests {
-    @Test func aKeepAliveHeadGainsConnectionClose() {
-        var response = PollConnectionHandler.responseHead(status: 200, length: 2, close: false)
-        response.writeString("{}")
-        #expect(String(buffer: PollConnectionHandler.withClose(response))
-            == "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
-    }
-}

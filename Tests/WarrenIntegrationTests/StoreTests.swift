@@ -6,10 +6,6 @@ import Logging
 import WarrenCore
 @testable import WarrenStore
 
-enum StoreBackend: String, CaseIterable, Sendable {
-    case sqlite, postgres
-}
-
 /// The conversation store end to end (DESIGN §10): a Warren process with its own SQLite file and
 /// store queue, real clients through every door.
 @Suite("Conversation store", .serialized)

@@ -5,11 +5,6 @@ import Testing
 import WarrenCore
 @testable import WarrenStore
 
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite, postgres
-    var testDescription: String { rawValue }
-}
-
 /// The store against both real databases: SQLite in a new temporary file, PostgreSQL (the
 /// private cluster of `scripts/postgres.sh`, or `WARREN_TEST_POSTGRES_URL`) in a new database,
 /// for each test.

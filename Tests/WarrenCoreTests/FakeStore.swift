@@ -1,0 +1,51 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+@testable import WarrenCore
+
+/// A store that keeps batches in memory, fails when told to, and holds each write until the
+/// test lets it finish: what the writer does around a commit, seen event by event.
+final class FakeStore: ConversationStore {
+    private struct State {
+        var batches: [[StoredMessage]] = []
+        var failures = 0
+        var held: [CheckedContinuation<Void, Never>] = []
+        var holding = false
+    }
+    private let state = NIOLockedValueBox(State())
+
+    var batches: [[StoredMessage]] { state.withLockedValue { $0.batches } }
+    func fail(next n: Int) { state.withLockedValue { $0.failures = n } }
+    func hold(_ on: Bool) { state.withLockedValue { $0.holding = on } }
+    /// Lets every held write finish.
+    func release() {
+        let held = state.withLockedValue { s in defer { s.held = [] }; return s.held }
+        for c in held { c.resume() }
+    }
+    var heldWrites: Int { state.withLockedValue { $0.held.count } }
+
+    func write(_ messages: [StoredMessage]) async throws {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let hold = state.withLockedValue { s -> Bool in
+                if s.holding { s.held.append(c) }
+                return s.holding
+            }
+            if !hold { c.resume() }
+        }
+        try state.withLockedValue { s in
+            if s.failures > 0 {
+                s.failures -= 1
+                throw StoreTestError()
+            }
+            s.batches.append(messages)
+        }
+    }
+    func migrate() async throws {}
+    func history(route: String, before: String?, limit: Int) async throws -> HistoryPage { HistoryPage(messages: [], more: false) }
+    func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] { [] }
+    func markRead(user: String, route: String, id: String) async throws -> String { id }
+    func prune(before cutoff: Int64) async throws -> Int { 0 }
+    func ping() async throws {}
+    func close() async {}
+}

@@ -1,0 +1,109 @@
+import AMQPClient
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+@testable import WarrenCore
+
+@Suite("Poll sessions on a fake broker")
+struct PollServiceTests {
+    let rules = AccessPolicy.standard.resolved(for: "carol")
+
+    func makeService(_ bridge: FakeBridge, lease: Int = 60) async -> PollService {
+        var settings = PollSettings()
+        settings.lease = lease
+        return PollService(runtime: bridge.runtime, settings: settings, codec: await PollSessionCodec.make(secret: ""), nodeID: "n1",
+                           logger: Logger(label: "test"))
+    }
+
+    func expectCode(_ code: ErrorCode, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected \(code)")
+        } catch let error as ProtocolError {
+            #expect(error.code == code)
+        } catch {
+            Issue.record("expected \(code), got \(error)")
+        }
+    }
+
+    @Test func aPollSessionIsAClientSessionBehindABuffer() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: [
+            PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
+            PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox"),
+        ])
+        // The node's live queue gets the binding; the inbox is declared, bound and consumed on the
+        // shared channel before the 201.
+        #expect(bridge.binds.calls == ["bind warren.live.test room.lobby"])
+        #expect(bridge.channels.admin.calls == ["declare warren.inbox.carol.web", "bind warren.inbox.carol.web #.carol.#"])
+        let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        #expect(consume.calls == ["consume warren.inbox.carol.web"])
+
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "hello room")
+        let id = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e"
+        let tag = consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "hi carol", messageID: id)
+        let (items, cursor) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        #expect(items.map(\.inboxID) == [nil, id])
+        #expect(cursor.hasPrefix("n1."))
+        #expect(!consume.calls.contains("ack \(tag)"), "leased, not acked")
+        let (none, _) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: cursor)
+        #expect(none.isEmpty)
+        #expect(consume.calls.contains("ack \(tag)"), "acked with the cursor")
+
+        await expectCode(.notFound) { _ = try await service.poll(session: token, user: "mallory", rules: rules, wait: 0, max: 1, ack: nil) }
+        try await service.delete(session: token, user: "carol")
+        #expect(bridge.binds.calls.last == "unbind warren.live.test room.lobby")
+        #expect(consume.calls.last == "cancel consume100-c1")
+        await expectCode(.notFound) { _ = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
+    }
+
+    @Test func aLongPollWakesOnADelivery() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules,
+                                                  subscriptions: [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")])
+        let held = Task { try await service.poll(session: token, user: "carol", rules: rules, wait: 30, max: 10, ack: nil).messages }
+        for _ in 0..<1000 where service.parkedPolls == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(service.parkedPolls == 1)
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "wake up")
+        let answered = try await held.value
+        #expect(answered.count == 1)
+        #expect(service.parkedPolls == 0)
+    }
+
+    @Test func anUnackedLeaseRunsOutAndIsHandedBack() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge, lease: 1)
+        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules,
+                                                  subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
+        let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        let tag = consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "x",
+                                  messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e")
+        let (items, _) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        #expect(items.count == 1)
+        service.sweep(now: WallClock.milliseconds() + 1_001)
+        #expect(consume.calls.contains("nack \(tag) requeue"))
+    }
+
+    @Test func subscriptionsAreCheckedBeforeAnyBrokerWork() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        await expectCode(.forbidden) {
+            _ = try await service.create(user: "carol", device: "web", rules: rules,
+                                         subscriptions: [PollSubscription(id: "a", pattern: "#", mode: "live")])
+        }
+        await expectCode(.badFrame) {
+            _ = try await service.create(user: "carol", device: "web", rules: rules,
+                                         subscriptions: [PollSubscription(id: "a", pattern: "room.x", mode: "sometimes")])
+        }
+        await expectCode(.conflict) {
+            _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: [
+                PollSubscription(id: "a", pattern: "room.x", mode: "live"), PollSubscription(id: "a", pattern: "room.y", mode: "live"),
+            ])
+        }
+        #expect(bridge.binds.calls.isEmpty && bridge.channels.admin.calls.isEmpty)
+    }
+}

@@ -1,0 +1,22 @@
+import Testing
+@testable import WarrenCore
+
+@Suite("Presence announcements")
+struct PresenceAnnouncementTests {
+    @Test func roundTripAndValidation() {
+        let entries: Set<PresenceEntry> = [PresenceEntry(route: "room.lobby", user: "alice"), PresenceEntry(route: "alice.bob", user: "bob")]
+        for message in [PresenceAnnouncement.state(node: "n1", entries: entries), .state(node: "n1", entries: []),
+                        .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: true),
+                        .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false),
+                        .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false, published: false),
+                        .goodbye(node: "n3")] {
+            #expect(PresenceAnnouncement.decode(message.encoded()) == message)
+        }
+        for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
+                    #"{"node":"n x","kind":"bye"}"#, #"{"node":"n","kind":"state","entries":[["room.x"]]}"#,
+                    #"{"node":"n","kind":"what"}"#, "not json", #"{"kind":"bye"}"#,
+                    #"{"node":"n","kind":"leave","route":"room.x","user":"a","published":"no"}"#] {
+            #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
+        }
+    }
+}

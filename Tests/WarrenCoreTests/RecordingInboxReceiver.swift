@@ -1,0 +1,20 @@
+import AMQPClient
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+@testable import WarrenCore
+
+/// Records what an inbox consumer hands its session.
+final class RecordingInboxReceiver: InboxReceiver {
+    private let state = NIOLockedValueBox<(ids: [String], redelivered: [Bool], handedBack: [Int])>(([], [], []))
+    var ids: [String] { state.withLockedValue { $0.ids } }
+    var redelivered: [Bool] { state.withLockedValue { $0.redelivered } }
+    var handedBack: [Int] { state.withLockedValue { $0.handedBack } }
+
+    func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, routeClass: RouteClass, redelivered: Bool,
+                      acceptedAt: Int64) {
+        state.withLockedValue { $0.ids.append(envelopeID); $0.redelivered.append(redelivered) }
+    }
+    func inboxEnded(_ error: AMQPError?) {}
+    func inboxHandedBack(count: Int) { state.withLockedValue { $0.handedBack.append(count) } }
+}

@@ -1,0 +1,1 @@
+struct StoreTestError: Error {}

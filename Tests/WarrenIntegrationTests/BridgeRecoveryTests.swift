@@ -1,0 +1,79 @@
+import AMQPClient
+import Foundation
+import NIOCore
+import Testing
+import WarrenCore
+
+@Suite("Bridge across broker drops", .serialized)
+struct BridgeRecoveryTests {
+    /// The broker drops Warren's connection while sockets are subscribed: after recovery, live and
+    /// inbox subscriptions deliver again without the clients doing anything.
+    @Test func subscriptionsSurviveCloseAllConnections() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
+        let a = try await warren.socket(alice)
+        try await a.subscribe("live", "#.\(alice).#")
+        let b = try await warren.socket(bob)
+        try await b.subscribe("in", "#.\(bob).#", mode: "inbox")
+        let c = try await warren.socket(carol)
+
+        _ = try await c.request(#"{"op":"pub","route":"\#(alice).\#(bob).\#(carol)","body":"before"}"#, expect: "puback")
+        #expect(try await a.next(op: "msg").env?["body"] == .string("before"))
+        let first = try await b.next(op: "msg")
+        try await b.send(#"{"op":"ack","id":"\#(first.env!["id"]!.stringValue!)"}"#)
+
+        try Broker.ctl("close_all_connections", "test: drop warren")
+        #expect(await warren.process.waitForLog("broker link up", timeout: .seconds(60)), "log:\n\(warren.process.log)")
+
+        _ = try await c.request(#"{"op":"pub","route":"\#(alice).\#(bob).\#(carol)","body":"after"}"#, expect: "puback")
+        #expect(try await a.next(op: "msg").env?["body"] == .string("after"))
+        #expect(try await b.next(op: "msg").env?["body"] == .string("after"))
+        for s in [a, b, c] { await s.close() }
+    }
+
+    /// Past `amqp.live_bind_all_after` distinct patterns the node's live queue is bound with
+    /// `#` (on the real broker: the patterns bound before it, then `#`, nothing after), each
+    /// socket still gets only what its pattern matches, and the `#` binding is restored when
+    /// the broker drops Warren's connection.
+    @Test func pastTheLimitTheLiveQueueIsBoundWithHashAndRecoversIt() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_AMQP_LIVE_BIND_ALL_AFTER": "2"])
+        defer { Task { await warren.stop() } }
+        let tag = UUID().uuidString.prefix(6).lowercased()
+        let rooms = (0..<4).map { "room.r\($0)\(tag)" }
+        var sockets: [TestSocket] = []
+        for (i, room) in rooms.enumerated() {
+            let s = try await warren.socket(uniqueUser("u\(i)"))
+            try await s.subscribe("r", room)
+            sockets.append(s)
+        }
+        let queue = "warren.live.\(warren.nodeID)"
+        func liveBindings() throws -> Set<String> {
+            let rows = try Broker.ctl("list_bindings", "source_name", "destination_name", "routing_key")
+            return Set(rows.split(separator: "\n").compactMap { line -> String? in
+                let cols = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+                return cols.count == 3 && cols[0] == warren.exchange && cols[1] == queue ? cols[2] : nil
+            })
+        }
+        #expect(try liveBindings() == [rooms[0], rooms[1], "#"])
+
+        func roundTrip(_ label: String) async throws {
+            let publisher = sockets[0]
+            // A route no socket subscribes to first: it reaches the node now and must go nowhere.
+            _ = try await publisher.request(#"{"op":"pub","route":"room.none\#(tag)","body":"stray"}"#, expect: "puback")
+            for (i, room) in rooms.enumerated() {
+                _ = try await publisher.request(#"{"op":"pub","route":"\#(room)","body":"\#(label)\#(i)"}"#, expect: "puback")
+            }
+            for (i, s) in sockets.enumerated() {
+                // Each socket's first message is its own room's: nothing stray or foreign before it.
+                #expect(try await s.next(op: "msg").env?["body"] == .string("\(label)\(i)"), "socket \(i) \(label)")
+            }
+        }
+        try await roundTrip("before")
+        try Broker.ctl("close_all_connections", "test: drop warren")
+        #expect(await warren.process.waitForLog("broker link up", timeout: .seconds(60)), "log:\n\(warren.process.log)")
+        #expect(try liveBindings() == [rooms[0], rooms[1], "#"])
+        try await roundTrip("after")
+        for s in sockets { await s.close() }
+    }
+}

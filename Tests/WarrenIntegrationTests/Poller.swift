@@ -1,0 +1,40 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import WarrenCore
+
+/// A polling client of one Warren node.
+struct Poller {
+    let port: Int
+    let user: String
+    let session: String
+
+    static func open(port: Int, user: String, subscriptions: String, device: String? = nil) async throws -> Poller {
+        let deviceField = device.map { #","device":"\#($0)""# } ?? ""
+        let r = try await HTTPTestClient.request(.POST, port: port, "/v1/poll?user=\(user)",
+                                                 body: #"{"subscriptions":\#(subscriptions)\#(deviceField)}"#)
+        guard r.status == 201, let session = r.json?["session"]?.stringValue else {
+            throw SocketError(description: "POST /v1/poll answered \(r.status): \(r.body)")
+        }
+        return Poller(port: port, user: user, session: session)
+    }
+
+    /// One poll; returns the messages and the cursor.
+    func poll(wait: Int = 0, max: Int? = nil, ack: String? = nil, on otherPort: Int? = nil) async throws -> (messages: [JSONValue], cursor: String) {
+        var target = "/v1/poll/\(session)?user=\(user)&wait=\(wait)"
+        if let max { target += "&max=\(max)" }
+        if let ack { target += "&ack=\(ack)" }
+        let r = try await HTTPTestClient.request(.GET, port: otherPort ?? port, target)
+        guard r.status == 200, let json = r.json, let cursor = json["cursor"]?.stringValue else {
+            throw SocketError(description: "GET poll answered \(r.status): \(r.body)")
+        }
+        return (json["messages"]?.arrayValue ?? [], cursor)
+    }
+
+    func publish(_ body: String) async throws -> JSONValue {
+        let r = try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(user)", body: body)
+        guard r.status == 202, let json = r.json else { throw SocketError(description: "POST /v1/messages answered \(r.status): \(r.body)") }
+        return json
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A raw TCP client: writes whatever bytes it is given and collects the answer until the
+/// server closes or `timeout` passes.
+enum RawHTTP {
+    final class Collect: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        let box: NIOLockedValueBox<[UInt8]>
+        let closed: EventLoopPromise<Void>
+        init(box: NIOLockedValueBox<[UInt8]>, closed: EventLoopPromise<Void>) {
+            self.box = box
+            self.closed = closed
+        }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let b = unwrapInboundIn(data)
+            box.withLockedValue { $0 += b.readableBytesView }
+        }
+        func channelInactive(context: ChannelHandlerContext) { closed.succeed() }
+        func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+    }
+
+    struct Answer {
+        var text: String
+        var closedByServer: Bool
+        var chunksSent = 0
+        var status: Int? { Int(text.split(separator: " ").dropFirst().first ?? "") }
+    }
+
+    static func exchange(port: Int, _ chunks: [[UInt8]], pause: Duration = .zero, timeout: Duration = .seconds(10),
+                         stopWhenClosed: Bool = false) async throws -> Answer {
+        let box = NIOLockedValueBox<[UInt8]>([])
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let closed = loop.makePromise(of: Void.self)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: loop)
+                .channelInitializer { $0.pipeline.addHandler(Collect(box: box, closed: closed)) }
+                .connect(host: "127.0.0.1", port: port).get()
+        } catch {
+            closed.succeed()
+            throw error
+        }
+        var sent = 0
+        for chunk in chunks {
+            if stopWhenClosed, !channel.isActive { break }
+            try? await channel.writeAndFlush(ByteBuffer(bytes: chunk))
+            sent += 1
+            if pause > .zero { try await Task.sleep(for: pause) }
+        }
+        // Whichever comes first: the server's close, or the timeout.
+        let outcome = loop.makePromise(of: Bool.self)
+        let decided = NIOLockedValueBox(false)
+        @Sendable func decide(_ byServer: Bool) {
+            if decided.withLockedValue({ d in defer { d = true }; return !d }) { outcome.succeed(byServer) }
+        }
+        closed.futureResult.whenSuccess { decide(true) }
+        let timer = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
+                                                       + timeout.components.attoseconds / 1_000_000_000)) { decide(false) }
+        let byServer = try await outcome.futureResult.get()
+        timer.cancel()
+        if !byServer { try? await channel.close() }
+        _ = try? await closed.futureResult.get()
+        return Answer(text: String(decoding: box.withLockedValue { $0 }, as: UTF8.self), closedByServer: byServer, chunksSent: sent)
+    }
+
+    static func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+}

@@ -1,0 +1,3 @@
+struct SocketError: Error, CustomStringConvertible {
+    let description: String
+}

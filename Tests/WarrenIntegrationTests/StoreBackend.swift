@@ -1,0 +1,3 @@
+enum StoreBackend: String, CaseIterable, Sendable {
+    case sqlite, postgres
+}

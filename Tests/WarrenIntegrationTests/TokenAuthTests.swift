@@ -1,0 +1,60 @@
+import AMQPClient
+import Foundation
+import NIOCore
+import Testing
+import WarrenCore
+
+@Suite("Token authentication", .serialized)
+struct TokenAuthTests {
+    static let secret = "integration-test-secret-0123456789abcdef"
+
+    func mint(_ user: String, ttl: String) async throws -> String {
+        let p = try WarrenProcess(["token", "--config", "bridge.toml", "--user", user, "--ttl", ttl],
+                                  environment: ["WARREN_AUTH_SECRET": Self.secret])
+        #expect(await p.waitForExit() == 0, "\(p.log)")
+        return p.log.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last.map(String.init) ?? ""
+    }
+
+    @Test func tokensFromTheCLIAuthenticateAndExpireDuringTheSocket() async throws {
+        // Trace logging, so a token that reached any log line would show; no leeway, so expiry is prompt.
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,
+                                                     "WARREN_LOG_LEVEL": "trace", "WARREN_AUTH_LEEWAY": "0"])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice")
+        let token = try await mint(alice, ttl: "1h")
+        let s = try await TestSocket.connect(port: warren.port, query: "token=\(token)", name: alice)
+        try await s.subscribe("me", "#.\(alice).#")
+        let ack = try await s.request(#"{"op":"pub","route":"\#(alice).bob","body":"signed"}"#, expect: "puback")
+        #expect(ack["id"] != nil)
+        let env = try await s.next(op: "msg").env
+        #expect(env?["from"]?.stringValue == alice)
+        await s.close()
+
+        // No token, a bad token, or ?user= in token mode: 401 before any upgrade.
+        for query in ["", "token=garbage", "user=\(alice)"] {
+            await #expect(throws: (any Error).self) { _ = try await TestSocket.connect(port: warren.port, query: query) }
+        }
+
+        // A token that expires while the socket is open closes it with 4401; a poll session made
+        // with it answers while the token holds and 401 on the first poll after.
+        let short = try await mint(alice, ttl: "2s")
+        let doomed = try await TestSocket.connect(port: warren.port, query: "token=\(short)", name: "short")
+        let bearer = [("Authorization", "Bearer \(short)")]
+        let created = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll",
+                                                      body: #"{"subscriptions":[{"id":"s","pattern":"\#(mine(alice))"}]}"#, headers: bearer)
+        #expect(created.status == 201, "\(created.body)")
+        let session = try #require(created.json?["session"]?.stringValue)
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0", headers: bearer).status == 200)
+        #expect(await doomed.closeCode(timeout: .seconds(15)) == 4401)
+        let late = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0&token=\(short)")
+        #expect(late.status == 401 && late.body.contains("token expired"), "\(late.body)")
+        // The same session with a fresh token for the same user carries on.
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0&token=\(token)").status == 200)
+
+        // No token, in a URL or a header, reached the log, even at trace level.
+        for secret in [token, short, Self.secret] {
+            #expect(!warren.process.log.contains(secret))
+        }
+        #expect(warren.process.log.contains("websocket connected"))
+    }
+}
