@@ -1,11 +1,3 @@
-/// How a client reaches Warren.
-public enum Transport: String, Sendable, Hashable {
-    /// `GET /v1/ws`.
-    case webSocket = "websocket"
-    /// HTTP long-polling (`/v1/poll`), where the WebSocket cannot open.
-    case polling
-}
-
 /// A client's connection state, as ``WarrenClient/states`` reports it.
 public enum ClientState: Sendable, Hashable {
     /// Connecting, or waiting `retryIn` before the next try.

@@ -13,11 +13,3 @@ enum AMQPCommand: Sendable {
     /// one pass through the pipeline instead of one each.
     case batch([AMQPCommand])
 }
-
-/// Callbacks from a link to the object that owns it, run on the event loop.
-struct AMQPLinkEvents: Sendable {
-    var blockedChanged: @Sendable (String?) -> Void = { _ in }
-    /// The broker closed a channel with a channel-level error.
-    var channelClosed: @Sendable (UInt16, AMQPError) -> Void = { _, _ in }
-    var returned: @Sendable (UInt16, AMQPReturnedMessage) -> Void = { _, _ in }
-}

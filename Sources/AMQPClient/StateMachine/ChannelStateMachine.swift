@@ -1,12 +1,5 @@
 import NIOCore
 
-/// The answer to a synchronous request on a channel.
-public enum RPCResponse: Sendable {
-    case method(AMQPMethod)
-    /// `basic.get`: the message, or nil for `get-empty`.
-    case message(AMQPMessage?)
-}
-
 /// One AMQP channel as a pure value: requests and frames in, actions out.
 ///
 /// Synchronous requests are pipelined and matched to their replies in order

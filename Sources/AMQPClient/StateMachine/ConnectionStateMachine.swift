@@ -1,14 +1,5 @@
 import NIOCore
 
-/// The parameters both sides agreed on in `connection.tune`.
-public struct NegotiatedParameters: Sendable, Hashable {
-    public var channelMax: UInt16
-    public var frameMax: UInt32
-    /// Seconds; 0 disables heartbeats.
-    public var heartbeat: UInt16
-    public var serverProperties: FieldTable
-}
-
 /// The connection-level protocol (channel 0) as a pure value: events in, actions out.
 ///
 /// It owns the handshake, tune negotiation, heartbeats, `connection.blocked`

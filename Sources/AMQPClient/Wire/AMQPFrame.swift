@@ -30,18 +30,6 @@ public enum AMQPFrame: Sendable, Hashable {
     public static let protocolHeader: [UInt8] = [0x41, 0x4D, 0x51, 0x50, 0, 0, 9, 1]
 }
 
-/// The content header frame that follows a content-bearing method.
-public struct ContentHeader: Sendable, Hashable {
-    public var classID: UInt16
-    public var bodySize: UInt64
-    public var properties: BasicProperties
-    public init(classID: UInt16 = 60, bodySize: UInt64, properties: BasicProperties) {
-        self.classID = classID
-        self.bodySize = bodySize
-        self.properties = properties
-    }
-}
-
 extension AMQPFrame {
     /// Decodes one frame from the front of `buffer`.
     ///
