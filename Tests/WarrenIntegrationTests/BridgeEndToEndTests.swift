@@ -144,6 +144,40 @@ struct BridgeEndToEndTests {
         await a.close()
     }
 
+    @Test func anInboxCopyUnderAnIDTheClientHoldsIsSettledNotSentTwice() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let bob = uniqueUser("bob")
+        let amqp = try await AMQPObserver.bound(to: warren.exchange, pattern: "nobody.\(bob)")
+        defer { Task { await amqp.close() } }
+        let bob1 = try await warren.socket(bob, device: "phone")
+        try await bob1.subscribe("in", "#.\(bob).#", mode: "inbox")
+
+        // A service publishes, misses the confirm, publishes again with the same message_id;
+        // then a sentinel.
+        let id = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8e01", sentinel = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8e02"
+        for (mid, body) in [(id, "hello"), (id, "hello"), (sentinel, "sentinel")] {
+            try await amqp.channel.publish(body, exchange: warren.exchange, routingKey: "svc.\(bob)",
+                                           properties: BasicProperties(contentType: "text/plain", messageID: mid, appID: "svc"))
+        }
+        let first = try await bob1.next(op: "msg")
+        #expect(first.env?["id"]?.stringValue == id)
+        let second = try await bob1.next(op: "msg")
+        #expect(second.env?["id"]?.stringValue == sentinel, "the copy is not sent: \(second)")
+
+        // One ack settles the id; nothing is left outstanding, so nothing comes again.
+        try await bob1.send(#"{"op":"ack","ids":["\#(id)","\#(sentinel)"]}"#)
+        await bob1.close()
+        let bob2 = try await warren.socket(bob, device: "phone")
+        try await bob2.subscribe("in", "#.\(bob).#", mode: "inbox")
+        let after = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8e03"
+        try await amqp.channel.publish("after", exchange: warren.exchange, routingKey: "svc.\(bob)",
+                                       properties: BasicProperties(contentType: "text/plain", messageID: after, appID: "svc"))
+        let next = await bob2.next(timeout: .seconds(20)) { $0["op"]?.stringValue == "msg" || $0["op"]?.stringValue == "error" }
+        #expect(next?["op"]?.stringValue == "msg" && next?.env?["id"]?.stringValue == after, "\(String(describing: next))")
+        await bob2.close()
+    }
+
     @Test func accessControlAndSpoofing() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }

@@ -188,22 +188,51 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// Stops consuming and hands every unacknowledged delivery back.
     public func close() async { await stop() }
 
+    /// What ``deliver(_:)`` does with a delivery, decided under the lock.
+    private enum Arrival {
+        case handOn(startSweeping: Bool)
+        /// A cancel is under way: straight back to RabbitMQ.
+        case back(any BrokerChannel)
+        /// Its envelope id is outstanding already: settled at once, not handed on.
+        case duplicate(any BrokerChannel)
+    }
+
     public func deliver(_ message: AMQPMessage) {
         let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
-        // One lock per delivery: either it goes straight back (a cancel is under way) or its tag is kept.
-        let (back, startSweeping) = state.withLockedValue { s -> ((any BrokerChannel)?, Bool) in
-            if s.stopping, let channel = s.channel { return (channel, false) }
-            guard let channel = s.channel else { return (nil, false) }
-            s.tags[id] = Outstanding(tag: message.deliveryTag, channel: channel, sweep: s.sweeps)
-            if s.sweepScheduled { return (nil, false) }
+        // One lock per delivery: it goes straight back (a cancel is under way), or its tag is
+        // kept — unless the client already holds a live delivery with this envelope id (an AMQP
+        // publisher that retried with the same `message_id`). Kept under the same id, the
+        // first tag would never be acked nor handed back, and would hold its channel's
+        // deliveries until RabbitMQ's consumer_timeout closed it for every consumer on it; and
+        // clients dedupe by id (DESIGN §5), acking the second copy as one seen before, which
+        // Warren would answer `not_found`. So the copy is acked now and the client's ack of the
+        // id settles the one it has.
+        let arrival = state.withLockedValue { s -> Arrival in
+            if s.stopping, let channel = s.channel { return .back(channel) }
+            guard let channel = s.channel else { return .handOn(startSweeping: false) }
+            let fresh = Outstanding(tag: message.deliveryTag, channel: channel, sweep: s.sweeps)
+            // A held delivery from a channel or connection since gone is dead (RabbitMQ took it
+            // back, and this may be it again, redelivered): the new one takes its place.
+            if let held = s.tags.updateValue(fresh, forKey: id), held.channel === channel,
+               held.tag.epoch == message.deliveryTag.epoch {
+                s.tags[id] = held
+                return .duplicate(channel)
+            }
+            if s.sweepScheduled { return .handOn(startSweeping: false) }
             s.sweepScheduled = true
-            return (nil, true)
+            return .handOn(startSweeping: true)
         }
-        if let back {
-            back.nack(message.deliveryTag, multiple: false, requeue: true)
+        switch arrival {
+        case .back(let channel):
+            channel.nack(message.deliveryTag, multiple: false, requeue: true)
             return
+        case .duplicate(let channel):
+            channel.ack(message.deliveryTag, multiple: false)
+            metrics.dropped(message.routingKey, .duplicate)
+            return
+        case .handOn(let startSweeping):
+            if startSweeping { scheduleSweep() }
         }
-        if startSweeping { scheduleSweep() }
         let routeClass = metrics.routeClass(message.routingKey)
         metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()

@@ -1,5 +1,9 @@
-/// Why a message was dropped (`warren_dropped_total{reason}`, DESIGN §7).
+/// Why a message was dropped (`warren_dropped_total{reason}`, DESIGN §7). `duplicate`: an inbox
+/// delivery whose envelope id the client already holds unacknowledged (an AMQP publisher that
+/// sent one `message_id` twice); the client's ack of that id settles both.
 public enum DropReason: Int, CaseIterable, Sendable {
-    case slowConsumer, tooLarge, forbidden, invalid, unroutable, rateLimited
-    public var label: String { ["slow_consumer", "too_large", "forbidden", "invalid", "unroutable", "rate_limited"][rawValue] }
+    case slowConsumer, tooLarge, forbidden, invalid, unroutable, rateLimited, duplicate
+    public var label: String {
+        ["slow_consumer", "too_large", "forbidden", "invalid", "unroutable", "rate_limited", "duplicate"][rawValue]
+    }
 }

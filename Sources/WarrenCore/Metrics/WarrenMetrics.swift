@@ -137,6 +137,11 @@ public final class WarrenMetrics: Sendable {
         dropCounts[cell].wrappingIncrement(ordering: .relaxed)
     }
 
+    /// How many messages were dropped for `reason` so far, over every route class.
+    public func droppedCount(_ reason: DropReason) -> Int {
+        (0..<classes.count).reduce(0) { $0 + dropCounts[$1 * DropReason.allCases.count + reason.rawValue].load(ordering: .relaxed) }
+    }
+
     /// `count` deliveries of one message to clients of `frontend` (`bytes` in all), accepted at
     /// `ts` (the envelope's, ms). A fan-out is counted once, not once per socket: the counters
     /// move by `count`, `/v1/stats`' latency buckets by `count`, and the Prometheus histogram
