@@ -1,6 +1,7 @@
 /// Why a message was dropped (`warren_dropped_total{reason}`, DESIGN §7). `duplicate`: an inbox
 /// delivery whose envelope id the client already holds unacknowledged (an AMQP publisher that
-/// sent one `message_id` twice); the client's ack of that id settles both.
+/// sent one `message_id` twice), acked to RabbitMQ as it came; the client's ack of that id
+/// settles the one it holds.
 public enum DropReason: Int, CaseIterable, Sendable {
     case slowConsumer, tooLarge, forbidden, invalid, unroutable, rateLimited, duplicate
     public var label: String {
