@@ -64,7 +64,7 @@ public enum HTTPFrontend {
                 return errorResponse(error.status, error.code, error.message)
             }
             if let users = link.runtime?.users, users.isAtConnectionLimit(identity.user) {
-                return errorResponse(429, .rateLimited, "at most \(users.maxConnections) connections per user")
+                return errorResponse(429, .rateLimited, "at most \(users.maxConnections) connections (WebSockets and poll sessions) per user on this node")
             }
             return errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
         }

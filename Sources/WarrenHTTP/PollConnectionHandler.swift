@@ -50,8 +50,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// The request being answered: its head and raw bytes (handed on whole if the router must answer it).
     private var current: (head: RawRequestHead, bytes: ByteBuffer)?
     private var parked: (PollOutput, UInt64)?
-    /// The user whose connection slot an answer holds.
-    private var slot: (user: String, service: PollService)?
+    /// Where the poll being served is counted (`warren_connections{frontend="poll"}`).
+    private var held: WarrenMetrics?
     /// The connection is hummingbird's now.
     private var handedOn = false
     /// Close once the pending answer is written (`Connection: close`, a graceful shutdown).
@@ -210,13 +210,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         guard let identity = door.authenticator.knownIdentity(query: query, authorization: head.authorization) else {
             return prepared ? handOn(context) : prepare(context, head, session: session, query: query)
         }
-        let users = service.runtime.users
-        guard users.openConnection(identity.user) else {
-            service.runtime.metrics.limitHit(.poll, .connections)
-            return fail(context, ProtocolError(.rateLimited, "at most \(users.maxConnections) connections per user", ref: nil))
-        }
+        // The user's connection slot is the session's (held from its opening on this node);
+        // the poll only counts in `warren_connections{frontend="poll"}` while it is served.
         service.runtime.metrics.connectionOpened(.poll)
-        slot = (identity.user, service)
+        held = service.runtime.metrics
         let channel = context.channel
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
@@ -435,10 +432,9 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func release() {
-        guard let (user, service) = slot else { return }
-        slot = nil
-        service.runtime.users.closeConnection(user)
-        service.runtime.metrics.connectionClosed(.poll)
+        guard let metrics = held else { return }
+        held = nil
+        metrics.connectionClosed(.poll)
     }
 
     // MARK: idle connections

@@ -91,12 +91,7 @@ struct PollRoutes: Sendable {
         let wait = try Self.nonNegative(query.items["wait"], name: "wait", default: 0).get()
         let max = try Self.nonNegative(query.items["max"], name: "max", default: configuration.poll.maxBatch).get()
         let service = try service()
-        let users = service.runtime.users
-        guard users.openConnection(identity.user) else {
-            service.runtime.metrics.limitHit(.poll, .connections)
-            throw ProtocolError(.rateLimited, "at most \(users.maxConnections) connections per user", ref: nil)
-        }
-        defer { users.closeConnection(identity.user) }
+        // The user's connection slot is the session's (held from its opening on this node).
         service.runtime.metrics.connectionOpened(.poll)
         defer { service.runtime.metrics.connectionClosed(.poll) }
         let (messages, cursor) = try await service.poll(session: session, user: identity.user, rules: identity.rules, wait: wait, max: max,

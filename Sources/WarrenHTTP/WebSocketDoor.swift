@@ -87,7 +87,7 @@ final class WebSocketDoor: Sendable {
     private func take(_ identity: ClientIdentity, _ expiresAt: Date?, _ runtime: BridgeRuntime) -> Result<Admitted, Refusal> {
         guard runtime.users.openConnection(identity.user) else {
             runtime.metrics.limitHit(.ws, .connections)
-            return .failure(Refusal(status: 429, code: .rateLimited, message: "at most \(runtime.users.maxConnections) connections per user"))
+            return .failure(Refusal(status: 429, code: .rateLimited, message: "at most \(runtime.users.maxConnections) connections (WebSockets and poll sessions) per user on this node"))
         }
         return .success(Admitted(identity: identity, expiresAt: expiresAt, runtime: runtime))
     }

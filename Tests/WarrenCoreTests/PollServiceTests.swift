@@ -106,4 +106,34 @@ struct PollServiceTests {
         }
         #expect(bridge.binds.calls.isEmpty && bridge.channels.admin.calls.isEmpty)
     }
+
+    @Test func aSessionHoldsOneOfItsUsersConnectionSlotsUntilItEnds() async throws {
+        var limits = BridgeLimits()
+        limits.maxConnectionsPerUser = 2
+        let bridge = try await FakeBridge(limits: limits)
+        let service = await makeService(bridge)
+        let live = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
+        let first = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+        let second = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+        // Polled or not, two sessions hold both slots: a third is refused before any broker work,
+        // and so is a WebSocket.
+        let binds = bridge.binds.calls.count
+        await expectCode(.rateLimited) { _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live) }
+        #expect(bridge.binds.calls.count == binds)
+        #expect(!bridge.runtime.users.openConnection("carol"))
+        #expect(service.sessionCount == 2)
+        // Other users are not affected.
+        _ = try await service.create(user: "dave", device: "web", rules: AccessPolicy.standard.resolved(for: "dave"), subscriptions: live)
+        // Polls do not take a slot of their own.
+        _ = try await service.poll(session: first, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        // Deleting a session frees its slot at once...
+        try await service.delete(session: first, user: "carol")
+        let third = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+        await expectCode(.rateLimited) { _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live) }
+        // ...and so does dropping one after `poll.session_ttl` without a poll.
+        service.sweep(now: WallClock.milliseconds() + Int64(PollSettings().sessionTTL) * 1000 + 1)
+        #expect(service.sessionCount == 0)
+        #expect(bridge.runtime.users.openConnection("carol") && bridge.runtime.users.openConnection("carol"))
+        _ = (second, third)
+    }
 }

@@ -42,9 +42,10 @@ struct GreedyClientTests {
         #expect(statuses == [429: 950])
         let why = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/ws?user=\(greedy)")
         #expect(why.status == 429 && why.json?["error"]?["code"]?.stringValue == "rate_limited", "\(why.status) \(why.body)")
-        // A long-poll by the same user counts too; other users are untouched.
-        let poller = try await Poller.open(port: warren.port, user: greedy, subscriptions: #"[{"id":"s","pattern":"room.x"}]"#)
-        await #expect(throws: (any Error).self) { _ = try await poller.poll(wait: 0) }
+        // A poll session of the same user counts too (refused when it is created); other users are untouched.
+        let session = #"{"subscriptions":[{"id":"s","pattern":"room.x"}]}"#
+        let refused = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll?user=\(greedy)", body: session)
+        #expect(refused.status == 429 && refused.json?["error"]?["code"]?.stringValue == "rate_limited", "\(refused.status) \(refused.body)")
         let calm = try await warren.socket(uniqueUser("calm"))
         _ = try await calm.request(#"{"op":"ping"}"#, expect: "pong")
         #expect(try await Self.limitHits(warren, "ws", "connections") == 950)
@@ -59,7 +60,22 @@ struct GreedyClientTests {
             if reopened == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(reopened != nil)
-        for s in open + [calm] + [reopened].compactMap({ $0 }) { _ = await s.close() }
+        // A poll session holds a slot from its creation until it is deleted, polled or not.
+        _ = await open.removeLast().close()
+        var created: Poller?
+        tries = 0
+        while created == nil, tries < 100 {
+            tries += 1
+            created = try? await Poller.open(port: warren.port, user: greedy, subscriptions: #"[{"id":"s","pattern":"room.x"}]"#)
+            if created == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let poller = try #require(created)
+        let full = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/ws?user=\(greedy)", headers: Self.upgrade)
+        #expect(full.status == 429, "the session holds the slot: \(full.status)")
+        let deleted = try await HTTPTestClient.request(.DELETE, port: warren.port, "/v1/poll/\(poller.session)?user=\(greedy)")
+        #expect(deleted.status == 204)
+        let after = try await warren.socket(greedy)
+        for s in open + [calm, after] + [reopened].compactMap({ $0 }) { _ = await s.close() }
     }
 
     @Test func tenThousandSubscriptionsMeetTheLimitThenThePolicyClose() async throws {

@@ -23,7 +23,8 @@ public struct BridgeLimits: Sendable, Equatable {
     }
     /// Publishes one connection may have awaiting confirms.
     public var maxPendingPublishes: Int = 256
-    /// WebSockets plus held long-polls one user may have open on one node (0 = unlimited).
+    /// WebSockets plus poll sessions one user may have open on one node (0 = unlimited). A poll
+    /// session holds its slot from its opening on the node until it is deleted or dropped.
     public var maxConnectionsPerUser: Int = 100
     /// Publishes a second one user may make on one node, all frontends together (0 = unlimited).
     public var publishRate: Int = 100

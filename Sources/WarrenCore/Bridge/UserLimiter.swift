@@ -1,7 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Per-user limits on one node: open connections (WebSockets and held long-polls) and a
+/// Per-user limits on one node: open connections (WebSockets and the poll sessions open on the node) and a
 /// publish rate shared by all of a user's connections and `POST /v1/messages`.
 ///
 /// One small lock per connection open/close and per publish; the delivery path never

@@ -248,6 +248,15 @@ public final class PollService: Sendable {
     private func open(_ d: PollSessionDescriptor, token: String, rules: AccessRules) async throws(ProtocolError) -> PollSession {
         if deleted.withLockedValue({ $0[d.id] }) != nil { throw ProtocolError(.notFound, "no such session (deleted)", ref: nil) }
         let parsed = try validate(d.subscriptions, rules: rules)
+        // A session open here holds one of its user's connection slots on this node, as a
+        // WebSocket does, until it is deleted or dropped (else one user could open sessions,
+        // each with its subscriptions and inbox consumer, without bound).
+        let users = runtime.users
+        guard users.openConnection(d.user) else {
+            runtime.metrics.limitHit(.poll, .connections)
+            throw ProtocolError(.rateLimited, "at most \(users.maxConnections) connections (WebSockets and poll sessions) per user on this node",
+                                ref: nil)
+        }
         let metrics = runtime.metrics
         let output = PollOutput(maxLength: settings.maxLength) { _ in metrics.dropped(nil, .slowConsumer) }
         var logger = self.logger
@@ -260,6 +269,7 @@ public final class PollService: Sendable {
                 try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence)
             }
         } catch {
+            if session.markEnded() { users.closeConnection(d.user) }
             await client.end()
             throw error
         }
@@ -273,9 +283,17 @@ public final class PollService: Sendable {
     }
 
     private func end(_ session: PollSession) async {
-        guard session.markEnded() else { return }
-        session.output.close(code: CloseCode.normal, reason: "session ended")
+        guard close(session) else { return }
         await session.client.end()
+    }
+
+    /// What ending a session does at once: marks it ended, frees its user's connection slot and
+    /// answers its parked poll; true the first time (then ``ClientSession/end()`` is owed).
+    private func close(_ session: PollSession) -> Bool {
+        guard session.markEnded() else { return false }
+        runtime.users.closeConnection(session.descriptor.user)
+        session.output.close(code: CloseCode.normal, reason: "session ended")
+        return true
     }
 
     /// Once a second: hands back inbox leases that ran out, stops consuming the inbox of a
@@ -294,15 +312,15 @@ public final class PollService: Sendable {
                     s[token] = nil
                     return true
                 }
-                if removed { ending.append(session) }
+                if removed, close(session) { ending.append(session) }
             } else if idle > Self.inboxIdleGrace, session.hasInbox, session.client.inboxConsuming {
                 pausing.append(session)
             }
         }
         deleted.withLockedValue { d in d = d.filter { now - $0.value < Self.tombstoneLifetime } }
         guard !ending.isEmpty || !pausing.isEmpty else { return }
-        Task { [self] in
-            for session in ending { await end(session) }
+        Task {
+            for session in ending { await session.client.end() }
             for session in pausing {
                 // Leased deliveries stay leased (acked by their cursor or handed back when it
                 // runs out); the ones still waiting for an answer go back to RabbitMQ.
