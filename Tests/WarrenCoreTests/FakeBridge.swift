@@ -13,7 +13,8 @@ struct FakeBridge {
     let publish = FakeChannel("publish")
     let runtime: BridgeRuntime
 
-    init(limits: BridgeLimits = BridgeLimits(), inbox: InboxSettings = InboxSettings(), liveBindAllAfter: Int = 0) async throws {
+    init(limits: BridgeLimits = BridgeLimits(), inbox: InboxSettings = InboxSettings(), liveBindAllAfter: Int = 0,
+         presence: Presence? = nil) async throws {
         let logger = Logger(label: "test")
         let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.test", exchange: "chat",
                           bindAllAfter: liveBindAllAfter, metrics: .disabled, logger: logger)
@@ -23,7 +24,7 @@ struct FakeBridge {
         runtime = BridgeRuntime(channels: channels, publisher: Publisher(channel: publish, exchange: "chat", metrics: .disabled,
                                                                          logger: logger),
                                 hub: hub, exchange: "chat", limits: limits, inbox: inbox, policy: .standard, metrics: .disabled,
-                                logger: logger)
+                                presence: presence, logger: logger)
     }
 
     /// The live queue's consumer tag.

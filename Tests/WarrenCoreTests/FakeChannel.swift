@@ -19,6 +19,7 @@ final class FakeChannel: BrokerChannel {
         var closeAtNext: UInt16?
         var closed: AMQPError?
         var returns: [AsyncStream<AMQPReturnedMessage>.Continuation] = []
+        var gate: CallGate?
     }
     private let state = NIOLockedValueBox(State())
 
@@ -52,6 +53,23 @@ final class FakeChannel: BrokerChannel {
         }
     }
 
+    /// Holds the next declaration, binding or consume whose description (as in ``calls``) starts
+    /// with `prefix` until the returned gate is opened.
+    func hold(_ prefix: String) -> CallGate {
+        let gate = CallGate(prefix)
+        state.withLockedValue { $0.gate = gate }
+        return gate
+    }
+
+    private func pass(_ call: String) async {
+        let gate = state.withLockedValue { s -> CallGate? in
+            guard let gate = s.gate, call.hasPrefix(gate.prefix) else { return nil }
+            s.gate = nil
+            return gate
+        }
+        await gate?.pass()
+    }
+
     /// The next call fails with `error`.
     func failNext(_ error: AMQPError) { state.withLockedValue { $0.failNext = error } }
 
@@ -64,10 +82,12 @@ final class FakeChannel: BrokerChannel {
     }
     func queueDeclare(_ name: String, durable: Bool, exclusive: Bool, autoDelete: Bool, passive: Bool, arguments: FieldTable,
                       recordForRecovery: Bool) async throws -> QueueDeclareOk {
+        await pass("declare \(name)")
         try record("declare \(name)")
         return QueueDeclareOk(queue: name, messageCount: 0, consumerCount: 0)
     }
     func queueBind(queue: String, exchange: String, routingKey: String, arguments: FieldTable, recordForRecovery: Bool) async throws {
+        await pass("bind \(queue) \(routingKey)")
         try record("bind \(queue) \(routingKey)")
     }
     func queueUnbind(queue: String, exchange: String, routingKey: String, arguments: FieldTable) async throws {
@@ -79,6 +99,7 @@ final class FakeChannel: BrokerChannel {
     }
     func consume(queue: String, consumerTag: String?, noAck: Bool, exclusive: Bool, arguments: FieldTable,
                  sink: AMQPDeliverySink) async throws -> String {
+        await pass("consume \(queue)")
         try record("consume \(queue)")
         return state.withLockedValue { s in
             s.nextConsumer += 1

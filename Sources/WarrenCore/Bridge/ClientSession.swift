@@ -19,6 +19,9 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         var pattern: TopicPattern
         var mode: SubscriptionMode
         var presence = false
+        /// In effect: binding and consumer in place, counted, presence joined. False while it is
+        /// being set up; a session that ends meanwhile leaves the undoing to the setting up.
+        var active = false
     }
 
     struct State: Sendable {
@@ -204,17 +207,39 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             case .live:
                 try await runtime.hub.subscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id, receiver: self))
             case .inbox:
-                let inbox = try await ensureInbox()
+                guard let inbox = try await ensureInbox() else { throw ProtocolError(.unavailable, "the connection ended", ref: id) }
                 try await inbox.bind(pattern)
                 try await inbox.startConsuming()
             }
         } catch {
             state.withLockedValue { _ = $0.subscriptions.removeValue(forKey: id) }
+            if let error = error as? ProtocolError { throw error }
             logger.warning("subscribe failed", metadata: ["error": "\(error)"])
             throw ProtocolError(.unavailable, "the broker could not set up the subscription", ref: id)
         }
-        runtime.metrics.subscriptionAdded(mode)
+        // Joined before it counts as in effect, so that whichever of this and `end()` comes
+        // second sees the other's work: `end()` leaves for what is active; this undoes itself
+        // when the session ended (or the broker ended its inbox) while it was set up — a socket
+        // closed during a presence subscription would otherwise stay present for good (its
+        // leave came before its join), and an inbox consumer would outlive its session.
         if presence { runtime.presence?.joined(route: pattern.value, user: user, via: via) }
+        guard activate(id) else {
+            if presence { runtime.presence?.left(route: pattern.value, user: user, via: via) }
+            if mode == .live { await runtime.hub.unsubscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id)) }
+            // An inbox: `end()` closed the one it found, and `ensureInbox()` keeps none after it.
+            throw ProtocolError(.unavailable, "the connection ended while the subscription was set up", ref: id)
+        }
+        runtime.metrics.subscriptionAdded(mode)
+    }
+
+    /// Marks a reserved subscription in effect; false when the session has ended, or the
+    /// subscription was dropped, meanwhile.
+    private func activate(_ id: String) -> Bool {
+        state.withLockedValue { s in
+            guard !s.closed, s.subscriptions[id] != nil else { return false }
+            s.subscriptions[id]!.active = true
+            return true
+        }
     }
 
     /// Checks a new subscription against the connection's limit and the user's rules and, when
@@ -246,14 +271,22 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             state.withLockedValue { _ = $0.subscriptions.removeValue(forKey: id) }
             return false
         }
+        guard activate(id) else {
+            // Ended on another thread meanwhile (it left this one to us).
+            let hub = runtime.hub, subscriber = LiveSubscriber(session: me, subscriptionID: id)
+            Task { await hub.unsubscribe(pattern, subscriber: subscriber) }
+            return true
+        }
         runtime.metrics.subscriptionAdded(.live)
         return true
     }
 
-    private func ensureInbox() async throws -> InboxConsumer {
+    /// The session's inbox, opened now if it has none; nil once the session has ended.
+    private func ensureInbox() async throws -> InboxConsumer? {
         if let existing = state.withLockedValue({ $0.inbox }) { return existing }
         let inbox = try await runtime.openInbox(user: user, device: device, receiver: self, near: output.eventLoop)
-        let winner = state.withLockedValue { s -> InboxConsumer in
+        let winner = state.withLockedValue { s -> InboxConsumer? in
+            if s.closed { return nil }
             if let other = s.inbox { return other }
             s.inbox = inbox
             return inbox
@@ -271,8 +304,10 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     }
 
     private func remove(id: String, _ sub: Subscription) async {
-        runtime.metrics.subscriptionRemoved(sub.mode)
-        if sub.presence { runtime.presence?.left(route: sub.pattern.value, user: user, via: via) }
+        if sub.active {
+            runtime.metrics.subscriptionRemoved(sub.mode)
+            if sub.presence { runtime.presence?.left(route: sub.pattern.value, user: user, via: via) }
+        }
         switch sub.mode {
         case .live:
             await runtime.hub.unsubscribe(sub.pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id))
@@ -402,10 +437,12 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         guard let error else { return }
         let (dropped, inbox) = state.withLockedValue { s -> ([String], InboxConsumer?) in
             guard !s.closed else { return ([], nil) }
-            let ids = s.subscriptions.filter { $0.value.mode == .inbox }.map(\.key).sorted()
+            let inboxSubscriptions = s.subscriptions.filter { $0.value.mode == .inbox }
+            let ids = inboxSubscriptions.map(\.key).sorted()
             for id in ids { s.subscriptions[id] = nil }
             defer { s.inbox = nil }
-            return (ids, s.inbox)
+            // One still being set up undoes itself and answers its own error.
+            return (ids.filter { inboxSubscriptions[$0]!.active }, s.inbox)
         }
         guard inbox != nil else { return }
         logger.warning("inbox consumer ended by the broker", metadata: ["error": "\(error)", "subscriptions": "\(dropped.count)"])
@@ -417,6 +454,9 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         Task { await inbox?.close() }
     }
 
+    /// Whether ``end()`` has begun.
+    var hasEnded: Bool { state.withLockedValue { $0.closed } }
+
     /// The client went away: drop live subscriptions and hand unacknowledged inbox deliveries back.
     public func end() async {
         let (subs, inbox): ([String: Subscription], InboxConsumer?) = state.withLockedValue { s in
@@ -426,7 +466,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             s.subscriptions.removeAll()
             return (subs, s.inbox)
         }
-        for (id, sub) in subs {
+        // One still being set up is left to its `subscribe`, which sees the session closed.
+        for (id, sub) in subs where sub.active {
             runtime.metrics.subscriptionRemoved(sub.mode)
             if sub.presence { runtime.presence?.left(route: sub.pattern.value, user: user, via: via) }
             if sub.mode == .live {

@@ -51,6 +51,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         var starting = false
         /// Whether the session wants it consuming (from ``startConsuming()`` to ``stop(keeping:)``).
         var wanted = false
+        /// ``close()`` was called: it never consumes again.
+        var closed = false
         /// Sweeps run so far, and whether the next one is scheduled.
         var sweeps = 0
         var sweepScheduled = false
@@ -88,9 +90,10 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// Whether a consumer is running (or starting).
     public var isConsuming: Bool { state.withLockedValue { $0.consumerTag != nil || $0.starting } }
 
-    /// Starts consuming if not yet consuming.
+    /// Starts consuming if not yet consuming (and not closed).
     public func startConsuming() async throws {
         guard state.withLockedValue({ s -> Bool in
+            guard !s.closed else { return false }
             s.wanted = true
             guard s.consumerTag == nil, !s.starting else { return false }
             s.starting = true
@@ -185,8 +188,13 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         for held in handBack { held.channel.nack(held.tag, multiple: false, requeue: true) }
     }
 
-    /// Stops consuming and hands every unacknowledged delivery back.
-    public func close() async { await stop() }
+    /// Stops consuming and hands every unacknowledged delivery back, for good: a
+    /// ``startConsuming()`` after it (a subscription that was being set up as its session
+    /// ended) does nothing.
+    public func close() async {
+        state.withLockedValue { $0.closed = true }
+        await stop()
+    }
 
     /// What ``deliver(_:)`` does with a delivery, decided under the lock.
     private enum Arrival {
@@ -198,6 +206,13 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     }
 
     public func deliver(_ message: AMQPMessage) {
+        guard let receiver else {
+            // Its session is gone and did not close it: nothing may sit unacked here (it would
+            // hold the shared channel), so the delivery goes back and the consumer stops.
+            state.withLockedValue { $0.channel }?.nack(message.deliveryTag, multiple: false, requeue: true)
+            Task { await close() }
+            return
+        }
         let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
         // One lock per delivery: it goes straight back (a cancel is under way), or its tag is
         // kept — unless the client already holds a live delivery with this envelope id (an AMQP
@@ -236,7 +251,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         let routeClass = metrics.routeClass(message.routingKey)
         metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
-        receiver?.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, routeClass: routeClass,
+        receiver.deliverInbox(envelopeID: id, envelope: envelope, routeKey: message.routingKey, routeClass: routeClass,
                                redelivered: message.redelivered, acceptedAt: accepted)
     }
 
