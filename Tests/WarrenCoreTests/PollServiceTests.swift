@@ -136,4 +136,24 @@ struct PollServiceTests {
         #expect(bridge.runtime.users.openConnection("carol") && bridge.runtime.users.openConnection("carol"))
         _ = (second, third)
     }
+
+    /// A DELETE on a node that is opening the session for its first poll there (the broker's
+    /// answer to the binding still to come) drops it once it is open: the poll is `not_found`.
+    @Test func aDeleteDuringTheFirstPollOnANodeDropsTheSessionThere() async throws {
+        let first = await makeService(try await FakeBridge())
+        let live = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
+        let token = try await first.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+        let bridge = try await FakeBridge()
+        let other = PollService(runtime: bridge.runtime, settings: PollSettings(), codec: await PollSessionCodec.make(secret: ""),
+                                nodeID: "n2", logger: Logger(label: "test"))
+        let gate = bridge.binds.hold("bind warren.live.test room.lobby")
+        let polling = Task { try await other.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil) }
+        await gate.reached()
+        try await other.delete(session: token, user: "carol")
+        gate.open()
+        await expectCode(.notFound) { _ = try await polling.value }
+        #expect(other.sessionCount == 0)
+        #expect(bridge.runtime.hub.patternCount == 0)
+        await expectCode(.notFound) { _ = try await other.poll(session: token, user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
+    }
 }

@@ -279,6 +279,16 @@ public final class PollService: Sendable {
             return session
         }
         if winner !== session { await end(session) }
+        // A DELETE that came while this was being opened found nothing here to drop: drop it now.
+        if deleted.withLockedValue({ $0[d.id] }) != nil {
+            let removed = sessions.withLockedValue { s -> Bool in
+                guard s[token] === winner else { return false }
+                s[token] = nil
+                return true
+            }
+            if removed { await end(winner) }
+            throw ProtocolError(.notFound, "no such session (deleted)", ref: nil)
+        }
         return winner
     }
 
