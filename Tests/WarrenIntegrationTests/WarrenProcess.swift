@@ -3,7 +3,10 @@ import TestSupport
 import NIOConcurrencyHelpers
 
 /// Runs the built `warren` executable as a child process and watches its log.
-final class WarrenProcess: @unchecked Sendable {
+final class WarrenProcess: @unchecked Sendable, Hashable {
+    static func == (a: WarrenProcess, b: WarrenProcess) -> Bool { a === b }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
     static var packageRoot: URL { TestEnvironment.packageRoot }
 
     static var binary: URL {
@@ -51,7 +54,22 @@ final class WarrenProcess: @unchecked Sendable {
             ready.forEach { $0.resume() }
         }
         try process.run()
+        _ = Self.running.withLockedValue { $0.insert(self) }
     }
+
+    /// Every `warren` this test run started and has not seen exit: killed when the run exits
+    /// (a test that failed or threw before its `defer` ran would otherwise leave one serving,
+    /// holding its port and broker queues, for the rest of the run and after it).
+    /// Only one Foundation still sees running is killed: never a number the system gave to
+    /// another process since.
+    private static let running: NIOLockedValueBox<Set<WarrenProcess>> = {
+        atexit {
+            for started in WarrenProcess.running.withLockedValue({ $0 }) where started.process.isRunning {
+                kill(started.process.processIdentifier, SIGKILL)
+            }
+        }
+        return NIOLockedValueBox([])
+    }()
 
     var log: String { output.withLockedValue { $0.text } }
 
@@ -107,6 +125,7 @@ final class WarrenProcess: @unchecked Sendable {
             if ContinuousClock.now > deadline { return nil }
             try? await Task.sleep(for: .milliseconds(20))
         }
+        _ = Self.running.withLockedValue { $0.remove(self) }
         return process.terminationStatus
     }
 
