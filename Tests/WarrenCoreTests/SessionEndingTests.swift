@@ -12,22 +12,28 @@ struct SessionEndingTests {
         ClientSession(runtime: bridge.runtime, user: "carol", device: "web", rules: rules, output: output, logger: Logger(label: "test"))
     }
 
+    /// Runs `subscribe`, ends the session while its broker call is held at `gate`, lets the call
+    /// go on, and expects the subscription to be refused. `end()` is not awaited before the gate
+    /// opens: one that waited for the subscription would never return.
+    func endWhileHeld(_ session: ClientSession, gate: CallGate, _ subscribe: @escaping @Sendable () async throws -> Void) async {
+        let subscribing = Task { try await subscribe() }
+        await gate.reached()
+        let ending = Task { await session.end() }
+        #expect(await eventually { session.hasEnded })
+        gate.open()
+        await ending.value
+        await #expect(throws: ProtocolError.self) { try await subscribing.value }
+    }
+
     /// Held at the inbox's declaration (before the session has an inbox) or at its binding (the
     /// session has it, and `end()` closes it): either way no consumer is left on the queue.
     @Test(arguments: ["declare warren.inbox.carol.web", "bind warren.inbox.carol.web"])
     func anInboxSubscriptionLeavesNoConsumerBehind(heldAt call: String) async throws {
         let bridge = try await FakeBridge()
         let session = session(bridge)
-        let gate = bridge.channels.admin.hold(call)
-        let subscribing = Task { try await session.subscribe(id: "in", pattern: try TopicPattern("#.carol.#"), mode: .inbox) }
-        await gate.reached()
-        // Ended while the broker call is held (not awaited first: an `end()` that waited for
-        // the subscription would never return).
-        let ending = Task { await session.end() }
-        #expect(await eventually { session.hasEnded })
-        gate.open()
-        await ending.value
-        await #expect(throws: ProtocolError.self) { try await subscribing.value }
+        await endWhileHeld(session, gate: bridge.channels.admin.hold(call)) {
+            try await session.subscribe(id: "in", pattern: try TopicPattern("#.carol.#"), mode: .inbox)
+        }
         let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
         #expect(consume.consumer(of: "warren.inbox.carol.web") == nil, "\(consume.calls)")
     }
@@ -37,18 +43,9 @@ struct SessionEndingTests {
         let presence = BrokerEndingTests.presence(FakeChannel("presence"), reopen: nil)
         let bridge = try await FakeBridge(presence: presence)
         let session = session(bridge)
-        let gate = bridge.binds.hold("bind warren.live.test room.x")
-        let subscribing = Task {
+        await endWhileHeld(session, gate: bridge.binds.hold("bind warren.live.test room.x")) {
             try await session.subscribe(id: "r", pattern: try TopicPattern("room.x"), mode: .live, presence: true)
         }
-        await gate.reached()
-        // Ended while the broker call is held (not awaited first: an `end()` that waited for
-        // the subscription would never return).
-        let ending = Task { await session.end() }
-        #expect(await eventually { session.hasEnded })
-        gate.open()
-        await ending.value
-        await #expect(throws: ProtocolError.self) { try await subscribing.value }
         #expect(presence.users(route: "room.x").isEmpty)
         #expect(bridge.runtime.hub.patternCount == 0)
         #expect(bridge.binds.calls == ["bind warren.live.test room.x", "unbind warren.live.test room.x"])
