@@ -156,4 +156,24 @@ struct PollServiceTests {
         #expect(bridge.runtime.hub.patternCount == 0)
         await expectCode(.notFound) { _ = try await other.poll(session: token, user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
     }
+
+    /// Tombstones of deleted sessions are bounded: past the limit the older half goes, the
+    /// newest stay `not_found`.
+    @Test func deletedSessionsAreRememberedWithinABound() async throws {
+        let bridge = try await FakeBridge()
+        let service = PollService(runtime: bridge.runtime, settings: PollSettings(), codec: await PollSessionCodec.make(secret: ""),
+                                  nodeID: "n1", logger: Logger(label: "test"), tombstoneLimit: 4)
+        let live = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
+        var tokens: [String] = []
+        for _ in 0..<5 {
+            let token = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+            try await service.delete(session: token, user: "carol")
+            tokens.append(token)
+        }
+        #expect(service.tombstoneCount == 2)
+        await expectCode(.notFound) { _ = try await service.poll(session: tokens[4], user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
+        await expectCode(.notFound) { _ = try await service.poll(session: tokens[3], user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
+        // The oldest is forgotten: its token (still validly signed) opens it again.
+        _ = try await service.poll(session: tokens[0], user: "carol", rules: rules, wait: 0, max: 1, ack: nil)
+    }
 }

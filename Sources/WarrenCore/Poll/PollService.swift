@@ -25,6 +25,9 @@ public final class PollService: Sendable {
     public static let inboxIdleGrace: Int64 = 5_000
     /// How long a deleted session stays `not_found` on the node that deleted it (ms).
     static let tombstoneLifetime: Int64 = 3_600_000
+    /// Tombstones kept at most: past it the older half goes (one user deleting sessions as fast
+    /// as it opens them would otherwise grow the table for an hour without bound).
+    let tombstoneLimit: Int
 
     public let runtime: BridgeRuntime
     let settings: PollSettings
@@ -34,15 +37,16 @@ public final class PollService: Sendable {
     let loop: any EventLoop
     /// Sessions open on this node, by session string.
     private let sessions = NIOLockedValueBox<[String: PollSession]>([:])
-    /// Session ids deleted here, with when.
-    private let deleted = NIOLockedValueBox<[String: Int64]>([:])
+    /// Session ids deleted here, with when (ms) and in which order.
+    private let deleted = NIOLockedValueBox<(tombstones: [String: (at: Int64, order: UInt64)], next: UInt64)>(([:], 0))
     private let sweeper = NIOLockedValueBox<RepeatedTask?>(nil)
     /// When parked polls time out.
     let deadlines: PollDeadlines
 
     public init(runtime: BridgeRuntime, settings: PollSettings, codec: PollSessionCodec, nodeID: String, logger: Logger,
-                loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) {
+                loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any(), tombstoneLimit: Int = 100_000) {
         self.runtime = runtime
+        self.tombstoneLimit = max(2, tombstoneLimit)
         self.settings = settings
         self.codec = codec
         self.nodeID = nodeID
@@ -56,6 +60,9 @@ public final class PollService: Sendable {
     }
 
     deinit { sweeper.withLockedValue { $0?.cancel() } }
+
+    /// Deleted sessions this node still answers `not_found` for.
+    var tombstoneCount: Int { deleted.withLockedValue { $0.tombstones.count } }
 
     /// Sessions open on this node.
     public var sessionCount: Int { sessions.withLockedValue { $0.count } }
@@ -85,7 +92,13 @@ public final class PollService: Sendable {
     /// here from now on.
     public func delete(session token: String, user: String) async throws(ProtocolError) {
         let d = try await descriptor(token, user: user)
-        deleted.withLockedValue { $0[d.id] = WallClock.milliseconds() }
+        deleted.withLockedValue { t in
+            t.next += 1
+            t.tombstones[d.id] = (WallClock.milliseconds(), t.next)
+            guard t.tombstones.count > tombstoneLimit else { return }
+            let kept = t.tombstones.sorted { $0.value.order > $1.value.order }.prefix(tombstoneLimit / 2)
+            t.tombstones = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+        }
         let open = sessions.withLockedValue { s -> [PollSession] in
             let matching = s.filter { $0.value.descriptor.id == d.id }
             for key in matching.keys { s[key] = nil }
@@ -246,7 +259,7 @@ public final class PollService: Sendable {
 
     /// Opens a session on this node: a ``ClientSession`` with every subscription in effect.
     private func open(_ d: PollSessionDescriptor, token: String, rules: AccessRules) async throws(ProtocolError) -> PollSession {
-        if deleted.withLockedValue({ $0[d.id] }) != nil { throw ProtocolError(.notFound, "no such session (deleted)", ref: nil) }
+        if deleted.withLockedValue({ $0.tombstones[d.id] }) != nil { throw ProtocolError(.notFound, "no such session (deleted)", ref: nil) }
         let parsed = try validate(d.subscriptions, rules: rules)
         // A session open here holds one of its user's connection slots on this node, as a
         // WebSocket does, until it is deleted or dropped (else one user could open sessions,
@@ -280,7 +293,7 @@ public final class PollService: Sendable {
         }
         if winner !== session { await end(session) }
         // A DELETE that came while this was being opened found nothing here to drop: drop it now.
-        if deleted.withLockedValue({ $0[d.id] }) != nil {
+        if deleted.withLockedValue({ $0.tombstones[d.id] }) != nil {
             let removed = sessions.withLockedValue { s -> Bool in
                 guard s[token] === winner else { return false }
                 s[token] = nil
@@ -327,7 +340,7 @@ public final class PollService: Sendable {
                 pausing.append(session)
             }
         }
-        deleted.withLockedValue { d in d = d.filter { now - $0.value < Self.tombstoneLifetime } }
+        deleted.withLockedValue { d in d.tombstones = d.tombstones.filter { now - $0.value.at < Self.tombstoneLifetime } }
         guard !ending.isEmpty || !pausing.isEmpty else { return }
         Task {
             for session in ending { await session.client.end() }
