@@ -166,4 +166,36 @@ struct SessionTests {
         #expect(bridge.publish.calls == ["publish alice.bob"])
         await s.end()
     }
+
+    /// Each device word names a durable queue the broker keeps for days: a user's devices on a
+    /// node are bounded, and the one past the bound is refused before any broker work.
+    @Test func aUsersInboxDevicesAreBounded() async throws {
+        var limits = BridgeLimits()
+        limits.maxDevicesPerUser = 2
+        let bridge = try await FakeBridge(limits: limits)
+        let sub = frame(##"{"op":"sub","id":"s1","pattern":"#.alice.#","mode":"inbox"}"##)
+        var sessions: [ClientSession] = []
+        for device in ["web", "phone", "web"] {
+            let out = RecordingOutput()
+            let s = session(bridge, "alice", out, device: device)
+            await s.handle(sub)
+            #expect(out.json.last?["op"]?.stringValue == "subscribed")
+            sessions.append(s)
+        }
+        let calls = bridge.channels.admin.calls
+        let out = RecordingOutput()
+        let third = session(bridge, "alice", out, device: "tablet")
+        await third.handle(sub)
+        #expect(out.json.last?["code"]?.stringValue == "rate_limited" && out.json.last?["ref"]?.stringValue == "s1")
+        #expect(bridge.channels.admin.calls == calls)
+        // A live subscription needs no inbox and is not refused; nor is another user.
+        await third.handle(frame(##"{"op":"sub","id":"r","pattern":"room.lobby"}"##))
+        #expect(out.json.last?["op"]?.stringValue == "subscribed")
+        let bobOut = RecordingOutput()
+        let bob = session(bridge, "bob", bobOut, device: "tablet")
+        await bob.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.bob.#","mode":"inbox"}"##))
+        #expect(bobOut.json.last?["op"]?.stringValue == "subscribed")
+        for s in sessions + [third, bob] { await s.end() }
+    }
 }
+

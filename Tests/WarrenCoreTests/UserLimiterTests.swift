@@ -47,4 +47,22 @@ import Testing
         #expect(limiter.trackedUsers == 1) // bob's bucket stays until it is full and he leaves
         #expect((0..<1000).allSatisfy { limiter.openConnection("u\($0)") }) // 0 = unlimited
     }
+
+    @Test func devicesPerUserAreBoundedWithinTheInboxLifetime() {
+        let book = DeviceBook(maxDevices: 2, windowMilliseconds: 1000)
+        #expect(book.admit(user: "alice", device: "web", now: 0) && book.admit(user: "alice", device: "phone", now: 0))
+        #expect(!book.admit(user: "alice", device: "tablet", now: 0))
+        // A device in use stays admitted, and counts from its last use.
+        #expect(book.admit(user: "alice", device: "web", now: 900_000_000))
+        #expect(book.admit(user: "bob", device: "tablet", now: 0)) // users are counted apart
+        // Once a device has gone quiet for the window (its queue expired on the broker), another may come.
+        #expect(!book.admit(user: "alice", device: "tablet", now: 1_000_000_000))
+        #expect(book.admit(user: "alice", device: "tablet", now: 1_000_000_001))
+        #expect(!book.admit(user: "alice", device: "laptop", now: 1_000_000_001)) // web still counts
+        #expect(book.admit(user: "alice", device: "laptop", now: 1_900_000_001))
+        #expect(book.trackedUsers == 2)
+        let unlimited = DeviceBook(maxDevices: 0, windowMilliseconds: 1000)
+        #expect((0..<1000).allSatisfy { unlimited.admit(user: "alice", device: "d\($0)", now: 0) })
+        #expect(unlimited.trackedUsers == 0)
+    }
 }

@@ -78,6 +78,35 @@ struct GreedyClientTests {
         for s in open + [calm, after] + [reopened].compactMap({ $0 }) { _ = await s.close() }
     }
 
+    /// Every device word names a durable queue on the broker: a user choosing new ones meets
+    /// `limits.max_devices_per_user` at either door, before any queue is made.
+    @Test func aUserChoosingNewDevicesMeetsTheDeviceLimit() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_MAX_DEVICES_PER_USER": "3", "WARREN_INBOX_EXPIRES_MS": "60000"])
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("devices")
+        let inbox = ##"{"op":"sub","id":"in","pattern":"#.\##(user).#","mode":"inbox"}"##
+        var sockets: [TestSocket] = []
+        for device in ["d0", "d1", "d2", "d3", "d0"] {
+            let s = try await warren.socket(user, device: device)
+            let answer = try await s.request(inbox, expect: device == "d3" ? "error" : "subscribed")
+            if device == "d3" { #expect(answer["code"]?.stringValue == "rate_limited" && answer["ref"]?.stringValue == "in", "\(answer)") }
+            sockets.append(s)
+        }
+        let session = ##"{"device":"d4","subscriptions":[{"id":"in","pattern":"#.\##(user).#","mode":"inbox"}]}"##
+        let refused = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll?user=\(user)", body: session)
+        #expect(refused.status == 429 && refused.json?["error"]?["code"]?.stringValue == "rate_limited", "\(refused.status) \(refused.body)")
+        // A device in use is still served over polling, and other users are not affected.
+        let poller = try await Poller.open(port: warren.port, user: user, subscriptions: ##"[{"id":"in","pattern":"#.\##(user).#","mode":"inbox"}]"##,
+                                           device: "d1")
+        let otherUser = uniqueUser("devices")
+        let other = try await warren.socket(otherUser, device: "d3")
+        _ = try await other.request(##"{"op":"sub","id":"in","pattern":"#.\##(otherUser).#","mode":"inbox"}"##, expect: "subscribed")
+        #expect(try await Self.limitHits(warren, "ws", "devices") == 1)
+        #expect(try await Self.limitHits(warren, "poll", "devices") == 1)
+        _ = try await HTTPTestClient.request(.DELETE, port: warren.port, "/v1/poll/\(poller.session)?user=\(user)")
+        for s in sockets + [other] { _ = await s.close() }
+    }
+
     @Test func tenThousandSubscriptionsMeetTheLimitThenThePolicyClose() async throws {
         let warren = try await WarrenInstance.start(["WARREN_LIMITS_MAX_SUBSCRIPTIONS": "100"])
         defer { Task { await warren.stop() } }

@@ -26,6 +26,9 @@ public struct BridgeLimits: Sendable, Equatable {
     /// WebSockets plus poll sessions one user may have open on one node (0 = unlimited). A poll
     /// session holds its slot from its opening on the node until it is deleted or dropped.
     public var maxConnectionsPerUser: Int = 100
+    /// Inbox devices one user may use on one node within `inbox.expires_ms` of their last
+    /// subscription (0 = unlimited): each names a durable queue the broker keeps (``DeviceBook``).
+    public var maxDevicesPerUser: Int = 16
     /// Publishes a second one user may make on one node, all frontends together (0 = unlimited).
     public var publishRate: Int = 100
     /// Publishes a user may make in a burst above the rate.

@@ -17,6 +17,8 @@ public final class BridgeRuntime: Sendable {
     public let metrics: WarrenMetrics
     /// Per-user connection and publish-rate limits on this node.
     public let users: UserLimiter
+    /// The inbox devices each user used lately on this node (`limits.max_devices_per_user`).
+    public let devices: DeviceBook
     /// History, conversations and read markers; nil when `store.enabled = false`.
     public let conversations: Conversations?
     /// Presence across nodes; nil when `presence.enabled = false`.
@@ -46,6 +48,7 @@ public final class BridgeRuntime: Sendable {
         self.inbox = inbox
         self.policy = policy
         self.users = UserLimiter(limits)
+        self.devices = DeviceBook(maxDevices: limits.maxDevicesPerUser, windowMilliseconds: inbox.expiresMilliseconds)
         self.logger = logger
     }
 

@@ -207,7 +207,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             case .live:
                 try await runtime.hub.subscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id, receiver: self))
             case .inbox:
-                guard let inbox = try await ensureInbox() else { throw ProtocolError(.unavailable, "the connection ended", ref: id) }
+                guard let inbox = try await ensureInbox(for: id) else { throw ProtocolError(.unavailable, "the connection ended", ref: id) }
                 try await inbox.bind(pattern)
                 try await inbox.startConsuming()
             }
@@ -226,7 +226,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         guard activate(id) else {
             if presence { runtime.presence?.left(route: pattern.value, user: user, via: via) }
             if mode == .live { await runtime.hub.unsubscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id)) }
-            // An inbox: `end()` closed the one it found, and `ensureInbox()` keeps none after it.
+            // An inbox: `end()` closed the one it found, and `ensureInbox(for:)` keeps none after it.
             throw ProtocolError(.unavailable, "the connection ended while the subscription was set up", ref: id)
         }
         runtime.metrics.subscriptionAdded(mode)
@@ -281,9 +281,15 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         return true
     }
 
-    /// The session's inbox, opened now if it has none; nil once the session has ended.
-    private func ensureInbox() async throws -> InboxConsumer? {
+    /// The session's inbox, opened now if it has none (for subscription `id`); nil once the
+    /// session has ended. A device past the user's limit of devices is refused (`rate_limited`).
+    private func ensureInbox(for id: String) async throws -> InboxConsumer? {
         if let existing = state.withLockedValue({ $0.inbox }) { return existing }
+        guard runtime.devices.admit(user: user, device: device) else {
+            runtime.metrics.limitHit(frontend, .devices)
+            throw ProtocolError(.rateLimited, "at most \(runtime.devices.maxDevices) inbox devices per user on this node "
+                                + "(limits.max_devices_per_user; a device counts until inbox.expires_ms after its last use)", ref: id)
+        }
         let inbox = try await runtime.openInbox(user: user, device: device, receiver: self, near: output.eventLoop)
         let winner = state.withLockedValue { s -> InboxConsumer? in
             if s.closed { return nil }

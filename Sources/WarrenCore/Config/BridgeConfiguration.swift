@@ -298,6 +298,8 @@ public struct BridgeConfiguration: Sendable {
                                                            range: 1...100_000)
         config.limits.maxConnectionsPerUser = try source.int("limits", "max_connections_per_user",
                                                              default: config.limits.maxConnectionsPerUser, range: 0...1_000_000)
+        config.limits.maxDevicesPerUser = try source.int("limits", "max_devices_per_user",
+                                                         default: config.limits.maxDevicesPerUser, range: 0...1_000_000)
         config.limits.publishRate = try source.int("limits", "publish_rate", default: config.limits.publishRate, range: 0...1_000_000)
         config.limits.publishBurst = try source.int("limits", "publish_burst", default: config.limits.publishBurst, range: 1...10_000_000)
 
@@ -372,7 +374,8 @@ extension BridgeConfiguration {
         lines += ["[limits]", "max_message_bytes = \(limits.maxMessageBytes)", "max_frame_bytes = \(limits.maxFrameBytes)",
                   "max_bad_frames = \(limits.maxBadFrames)", "max_subscriptions = \(limits.maxSubscriptions)",
                   "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "outbound_hard_cap_bytes = \(limits.outboundHardCapBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)",
-                  "max_connections_per_user = \(limits.maxConnectionsPerUser)", "publish_rate = \(limits.publishRate)",
+                  "max_connections_per_user = \(limits.maxConnectionsPerUser)",
+                  "max_devices_per_user = \(limits.maxDevicesPerUser)", "publish_rate = \(limits.publishRate)",
                   "publish_burst = \(limits.publishBurst)", ""]
         lines += ["[store]", "enabled = \(store.enabled)", "url = \(q(StoreSettings.Backend(url: store.url)?.redacted ?? store.url))",
                   "queue = \(q(store.queue))",
