@@ -53,6 +53,35 @@ struct BrokerTroubleTests {
         _ = await s.close()
     }
 
+    /// The broker refuses a new inbox queue (the vhost's `max-queues` limit, what an operator
+    /// sets to bound the queues new device words make): the subscription is answered
+    /// `unavailable` with its id, and the socket, the node and the inbox already there carry on.
+    @Test func aBrokerRefusingANewInboxQueueIsAnsweredUnavailable() async throws {
+        let vhost = "warren-test-limits-\(UUID().uuidString.prefix(6).lowercased())"
+        try Broker.ctl("add_vhost", vhost)
+        defer { _ = try? Broker.ctl("delete_vhost", vhost) }
+        try Broker.ctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+        let warren = try await WarrenInstance.start(["WARREN_AMQP_URL": "amqp://guest:guest@127.0.0.1:5672/\(vhost)"])
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("refused")
+        let inbox = ##"{"op":"sub","id":"in","pattern":"#.\##(user).#","mode":"inbox"}"##
+        let phone = try await warren.socket(user, device: "phone")
+        _ = try await phone.request(inbox, expect: "subscribed")
+        // Room for the queues there are, and no more.
+        let queues = try Broker.ctl("list_queues", "-p", vhost, "name", "--no-table-headers", "--quiet")
+            .split(separator: "\n").filter { !$0.isEmpty }.count
+        try Broker.ctl("set_vhost_limits", "-p", vhost, #"{"max-queues": \#(queues)}"#)
+        let tablet = try await warren.socket(user, device: "tablet")
+        let refused = try await tablet.request(inbox, expect: "error")
+        #expect(refused["code"]?.stringValue == "unavailable" && refused["ref"]?.stringValue == "in", "\(refused)")
+        // The socket is served, and the phone's inbox gets what the tablet publishes.
+        _ = try await tablet.request(#"{"op":"pub","route":"\#(user).bob","body":"still here","cid":"c1"}"#, expect: "puback")
+        let got = try await phone.next(op: "msg")
+        #expect(got["env"]?["body"]?.stringValue == "still here" && got["sub"]?.stringValue == "in")
+        _ = await tablet.close()
+        _ = await phone.close()
+    }
+
     /// An operator deletes a client's inbox queue: the broker cancels the consumer, and Warren
     /// tells the client (`unavailable` with the subscription's id) instead of going quiet;
     /// subscribing again makes a new inbox that delivers.
