@@ -76,4 +76,38 @@ struct BridgeRecoveryTests {
         try await roundTrip("after")
         for s in sockets { await s.close() }
     }
+
+    /// An operator deletes the conversation exchange (its bindings go with it): the node finds it
+    /// gone, declares it again and binds again its live queue and the inboxes open on it. A
+    /// publish in between is answered `unavailable` (never a puback for a message routed nowhere);
+    /// once the node has restored its bindings, live and inbox subscribers receive again
+    /// without doing anything.
+    @Test func aDeletedExchangeIsDeclaredAgainWithTheNodesBindings() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
+        let a = try await warren.socket(alice)
+        try await a.subscribe("live", "#.\(alice).#")
+        let b = try await warren.socket(bob)
+        try await b.subscribe("in", "#.\(bob).#", mode: "inbox")
+        let c = try await warren.socket(carol)
+        let route = "\(alice).\(bob).\(carol)"
+        _ = try await c.request(#"{"op":"pub","route":"\#(route)","body":"before"}"#, expect: "puback")
+        #expect(try await a.next(op: "msg").env?["body"] == .string("before"))
+        let first = try await b.next(op: "msg")
+        try await b.send(#"{"op":"ack","id":"\#(first.env!["id"]!.stringValue!)"}"#)
+
+        let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+        let channel = try await connection.openChannel()
+        try await channel.exchangeDelete(warren.exchange)
+        await connection.close()
+        // Until the node has noticed, a publish has no exchange to go to: `unavailable`.
+        let refused = try await c.request(#"{"op":"pub","route":"\#(route)","body":"lost","cid":"gone"}"#, expect: "error")
+        #expect(refused["code"]?.stringValue == "unavailable" && refused["ref"]?.stringValue == "gone", "\(refused)")
+        #expect(await warren.process.waitForLog("this node's bindings restored", timeout: .seconds(30)), "log:\n\(warren.process.log)")
+        _ = try await c.request(#"{"op":"pub","route":"\#(route)","body":"after"}"#, expect: "puback")
+        #expect(try await a.next(op: "msg").env?["body"] == .string("after"))
+        #expect(try await b.next(op: "msg").env?["body"] == .string("after"))
+        for s in [a, b, c] { await s.close() }
+    }
 }

@@ -23,6 +23,10 @@ public final class BridgeRuntime: Sendable {
     public let conversations: Conversations?
     /// Presence across nodes; nil when `presence.enabled = false`.
     public let presence: Presence?
+    /// Puts the exchange back, with this node's bindings, when it was deleted on the broker.
+    public let exchangeWatch: ExchangeWatch?
+    /// The inboxes open on this node (their bindings are put back with the exchange).
+    let inboxes = InboxRegistry()
     let logger: Logger
     private let slowConsumers = NIOLockedValueBox(0)
 
@@ -36,8 +40,9 @@ public final class BridgeRuntime: Sendable {
 
     public init(channels: any ChannelSource, publisher: Publisher, hub: LiveHub, exchange: String, limits: BridgeLimits,
                 inbox: InboxSettings, policy: AccessPolicy, metrics: WarrenMetrics, conversations: Conversations? = nil,
-                presence: Presence? = nil, logger: Logger) {
+                presence: Presence? = nil, exchangeWatch: ExchangeWatch? = nil, logger: Logger) {
         self.metrics = metrics
+        self.exchangeWatch = exchangeWatch
         self.conversations = conversations
         self.presence = presence
         self.channels = channels
@@ -146,18 +151,34 @@ public final class BridgeRuntime: Sendable {
                                 blockedReason: { primary.blockedReason })
             try await presence?.start()
         }
-        return BridgeRuntime(channels: pool, publisher: publisher,
-                             hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
-                             inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, conversations: conversations,
-                             presence: presence, logger: logger)
+        let watch = ExchangeWatch(exchange: configuration.amqp.exchange, open: { try await primary.openChannel() }, logger: logger)
+        let runtime = BridgeRuntime(channels: pool, publisher: publisher,
+                                    hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
+                                    inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, conversations: conversations,
+                                    presence: presence, exchangeWatch: watch, logger: logger)
+        watch.start { [weak runtime] in await runtime?.restoreBindings() ?? "nothing (shutting down)" }
+        return runtime
+    }
+
+    /// Binds again everything this node knows to be bound to the exchange — the live queue's
+    /// keys, the store's queue, the inboxes open here — after the exchange was declared again;
+    /// describes what it did.
+    func restoreBindings() async -> String {
+        let live = await hub.restoreBindings()
+        let store = await conversations?.restoreBindings() ?? 0
+        var inboxBindings = 0
+        let open = inboxes.all
+        for inbox in open { inboxBindings += await inbox.restoreBindings() }
+        return "live queue \(live), store \(store), \(open.count) inboxes \(inboxBindings)"
     }
 
     /// A user's inbox, declared; it consumes once the session starts it.
     func openInbox(user: String, device: String, receiver: any InboxReceiver, near loop: (any EventLoop)?) async throws -> InboxConsumer {
         let consumer = InboxConsumer(channels: channels, queue: InboxSettings.queueName(user: user, device: device),
                                      exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver, loop: loop,
-                                     logger: logger)
+                                     registry: inboxes, logger: logger)
         try await consumer.declare()
+        inboxes.insert(consumer)
         return consumer
     }
 }

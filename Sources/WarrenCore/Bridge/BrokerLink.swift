@@ -160,6 +160,7 @@ public final class BrokerLink: Service, Sendable {
             // Sockets and polls have been closed by the drain (their users' presence leaves are
             // out); the other nodes forget this one at once. Closing the links requeues anything left.
             runtime.presence?.stop()
+            runtime.exchangeWatch?.stop()
             Task { for c in connections { await c.close() } }
         }
         for c in connections { await c.close() }

@@ -28,6 +28,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     let settings: InboxSettings
     let metrics: WarrenMetrics
     weak let receiver: (any InboxReceiver)?
+    /// Where the node keeps its open inboxes (nil in tests that need none).
+    let registry: InboxRegistry?
     let logger: Logger
     let ids = UUIDv7Generator()
 
@@ -56,6 +58,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         /// Sweeps run so far, and whether the next one is scheduled.
         var sweeps = 0
         var sweepScheduled = false
+        /// The patterns the queue is bound with (put back by ``restoreBindings()``).
+        var bound: Set<String> = []
     }
     static let sweepsPerTimeout = 4
     private let state = NIOLockedValueBox(State())
@@ -63,8 +67,10 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// `loop`: the receiving socket's event loop; the consumer goes on a channel of a broker
     /// connection running there when there is one (no hop per delivery or ack).
     init(channels: any ChannelSource, queue: String, exchange: String, settings: InboxSettings, metrics: WarrenMetrics,
-         receiver: any InboxReceiver, loop: (any EventLoop)? = nil, logger: Logger = Logger(label: "warren.inbox")) {
+         receiver: any InboxReceiver, loop: (any EventLoop)? = nil, registry: InboxRegistry? = nil,
+         logger: Logger = Logger(label: "warren.inbox")) {
         self.logger = logger
+        self.registry = registry
         self.loop = loop
         self.metrics = metrics
         self.channels = channels
@@ -81,10 +87,27 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
 
     public func bind(_ pattern: TopicPattern) async throws {
         try await channels.administration().bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: false)
+        state.withLockedValue { _ = $0.bound.insert(pattern.value) }
     }
 
     public func unbind(_ pattern: TopicPattern) async throws {
+        state.withLockedValue { _ = $0.bound.remove(pattern.value) }
         try await channels.administration().unbind(queue: queue, exchange: exchange, pattern: pattern.value)
+    }
+
+    /// Binds the queue again with every pattern it had (the exchange was deleted and declared
+    /// again: its bindings went with it); returns how many bindings were made.
+    func restoreBindings() async -> Int {
+        var made = 0
+        for pattern in state.withLockedValue({ $0.closed ? [] : $0.bound.sorted() }) {
+            do {
+                try await channels.administration().bind(queue: queue, exchange: exchange, pattern: pattern, recorded: false)
+                made += 1
+            } catch {
+                logger.warning("could not bind an inbox again", metadata: ["queue": "\(queue)", "error": "\(error)"])
+            }
+        }
+        return made
     }
 
     /// Whether a consumer is running (or starting).
@@ -193,6 +216,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// ended) does nothing.
     public func close() async {
         state.withLockedValue { $0.closed = true }
+        registry?.remove(self)
         await stop()
     }
 

@@ -73,6 +73,24 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         return try await bindChannel.replace(current)
     }
 
+    /// Binds the live queue again with every key it had (the exchange was deleted and declared
+    /// again: its bindings went with it); returns how many bindings were made.
+    public func restoreBindings() async -> Int {
+        let made = try? await serial.run { [self] () async -> Int in
+            var made = 0
+            for key in bindings.withLockedValue({ $0.brokerKeys }) {
+                do {
+                    try await binder().bind(queue: queue, exchange: exchange, pattern: key, recorded: true)
+                    made += 1
+                } catch {
+                    logger.warning("could not bind the live queue again", metadata: ["key": "\(key)", "error": "\(error)"])
+                }
+            }
+            return made
+        }
+        return made ?? 0
+    }
+
     /// How many distinct live patterns this node's subscribers use.
     public var patternCount: Int { trie.withLockedValue { $0.patternCount } }
 

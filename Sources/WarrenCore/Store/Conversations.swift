@@ -29,6 +29,9 @@ public final class Conversations: Service, Sendable {
     /// The node's writer (set when the broker link is up).
     func attach(_ writer: StoreWriter) { self.writer.withLockedValue { $0 = writer } }
 
+    /// Binds the store's queue again (``StoreWriter/restoreBindings()``); 0 without a writer.
+    func restoreBindings() async -> Int { await writer.withLockedValue({ $0 })?.restoreBindings() ?? 0 }
+
     public func run() async throws {
         var tick = 0
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
