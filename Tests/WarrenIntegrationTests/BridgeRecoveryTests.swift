@@ -11,25 +11,32 @@ struct BridgeRecoveryTests {
     @Test func subscriptionsSurviveCloseAllConnections() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }
+        let (a, b, c, route) = try await Self.liveInboxAndPublisher(warren)
+
+        try Broker.ctl("close_all_connections", "test: drop warren")
+        #expect(await warren.process.waitForLog("broker link up", timeout: .seconds(60)), "log:\n\(warren.process.log)")
+
+        _ = try await c.request(#"{"op":"pub","route":"\#(route)","body":"after"}"#, expect: "puback")
+        #expect(try await a.next(op: "msg").env?["body"] == .string("after"))
+        #expect(try await b.next(op: "msg").env?["body"] == .string("after"))
+        for s in [a, b, c] { await s.close() }
+    }
+
+    /// Three sockets: `a` subscribed live and `b` to its inbox, both matching `route`, and `c`
+    /// publishing there; one message has gone through (and `b` acked it).
+    static func liveInboxAndPublisher(_ warren: WarrenInstance) async throws -> (TestSocket, TestSocket, TestSocket, String) {
         let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
         let a = try await warren.socket(alice)
         try await a.subscribe("live", "#.\(alice).#")
         let b = try await warren.socket(bob)
         try await b.subscribe("in", "#.\(bob).#", mode: "inbox")
         let c = try await warren.socket(carol)
-
-        _ = try await c.request(#"{"op":"pub","route":"\#(alice).\#(bob).\#(carol)","body":"before"}"#, expect: "puback")
+        let route = "\(alice).\(bob).\(carol)"
+        _ = try await c.request(#"{"op":"pub","route":"\#(route)","body":"before"}"#, expect: "puback")
         #expect(try await a.next(op: "msg").env?["body"] == .string("before"))
         let first = try await b.next(op: "msg")
         try await b.send(#"{"op":"ack","id":"\#(first.env!["id"]!.stringValue!)"}"#)
-
-        try Broker.ctl("close_all_connections", "test: drop warren")
-        #expect(await warren.process.waitForLog("broker link up", timeout: .seconds(60)), "log:\n\(warren.process.log)")
-
-        _ = try await c.request(#"{"op":"pub","route":"\#(alice).\#(bob).\#(carol)","body":"after"}"#, expect: "puback")
-        #expect(try await a.next(op: "msg").env?["body"] == .string("after"))
-        #expect(try await b.next(op: "msg").env?["body"] == .string("after"))
-        for s in [a, b, c] { await s.close() }
+        return (a, b, c, route)
     }
 
     /// Past `amqp.live_bind_all_after` distinct patterns the node's live queue is bound with
@@ -85,17 +92,7 @@ struct BridgeRecoveryTests {
     @Test func aDeletedExchangeIsDeclaredAgainWithTheNodesBindings() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }
-        let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
-        let a = try await warren.socket(alice)
-        try await a.subscribe("live", "#.\(alice).#")
-        let b = try await warren.socket(bob)
-        try await b.subscribe("in", "#.\(bob).#", mode: "inbox")
-        let c = try await warren.socket(carol)
-        let route = "\(alice).\(bob).\(carol)"
-        _ = try await c.request(#"{"op":"pub","route":"\#(route)","body":"before"}"#, expect: "puback")
-        #expect(try await a.next(op: "msg").env?["body"] == .string("before"))
-        let first = try await b.next(op: "msg")
-        try await b.send(#"{"op":"ack","id":"\#(first.env!["id"]!.stringValue!)"}"#)
+        let (a, b, c, route) = try await Self.liveInboxAndPublisher(warren)
 
         let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
         let channel = try await connection.openChannel()
