@@ -71,4 +71,20 @@ struct ExchangeWatchTests {
         #expect(Array(bridge.binds.calls.dropFirst(binds)) == ["bind warren.live.test room.lobby"])
         await alice.end()
     }
+
+    /// A publish the broker refused with 404 (no exchange) has the watch check at once, not at
+    /// its next tick.
+    @Test func aPublishRefusedWith404ChecksAtOnce() async throws {
+        let broker = Broker()
+        let watch = ExchangeWatch(exchange: "chat", interval: .seconds(3600), open: { try broker.open() }, logger: Logger(label: "test"))
+        let (restored, restoring) = AsyncStream.makeStream(of: Void.self)
+        watch.start { restoring.yield(); return "" }
+        defer { watch.stop() }
+        broker.missing.withLockedValue { $0 = true }
+        watch.channelClosed(.channelClosed(CloseArguments(replyCode: 404, replyText: "NOT_FOUND - no exchange 'chat'")))
+        var iterator = restored.makeAsyncIterator()
+        #expect(await iterator.next() != nil)
+        #expect(broker.opened.withLockedValue { $0.map(\.calls) } == [["declare exchange chat"], ["declare exchange chat", "close"]])
+    }
 }
+

@@ -135,12 +135,13 @@ public final class BridgeRuntime: Sendable {
             try await writer.start()
             conversations.attach(writer)
         }
+        let watch = ExchangeWatch(exchange: configuration.amqp.exchange, open: { try await primary.openChannel() }, logger: logger)
         let publisher = Publisher(channel: publishChannel, reopen: {
                                       let channel = try await primary.openChannel()
                                       try await channel.confirmSelect()
                                       return channel
                                   }, exchange: configuration.amqp.exchange, metrics: metrics,
-                                  logger: logger, blockedReason: { primary.blockedReason })
+                                  logger: logger, blockedReason: { primary.blockedReason }, closedByBroker: { watch.channelClosed($0) })
         var presence: Presence?
         if configuration.presence.enabled {
             // A channel of the node's own: its presence queue is exclusive to this connection.
@@ -151,7 +152,6 @@ public final class BridgeRuntime: Sendable {
                                 blockedReason: { primary.blockedReason })
             try await presence?.start()
         }
-        let watch = ExchangeWatch(exchange: configuration.amqp.exchange, open: { try await primary.openChannel() }, logger: logger)
         let runtime = BridgeRuntime(channels: pool, publisher: publisher,
                                     hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
                                     inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, conversations: conversations,

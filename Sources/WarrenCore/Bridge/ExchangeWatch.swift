@@ -19,6 +19,7 @@ public final class ExchangeWatch: Sendable {
     private let open: @Sendable () async throws -> any BrokerChannel
     private let logger: Logger
     private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    private let restore = NIOLockedValueBox<(@Sendable () async -> String)?>(nil)
     /// One check at a time.
     private let checking = NIOLockedValueBox(false)
 
@@ -34,6 +35,7 @@ public final class ExchangeWatch: Sendable {
     /// Checks every ``interval`` until ``stop()``; `restore` binds again what the node knows and
     /// describes what it did.
     public func start(restore: @escaping @Sendable () async -> String) {
+        self.restore.withLockedValue { $0 = restore }
         let task = Task { [self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
@@ -46,6 +48,16 @@ public final class ExchangeWatch: Sendable {
 
     public func stop() {
         task.withLockedValue { $0?.cancel() }
+        restore.withLockedValue { $0 = nil }
+    }
+
+    /// Checks now, not at the next tick, when `error` says the broker found no exchange (a
+    /// publish to it closed the publishing channel with 404); does nothing before ``start(restore:)``
+    /// or after ``stop()``.
+    public func channelClosed(_ error: AMQPError?) {
+        guard case .channelClosed(let close) = error, close.replyCode == 404,
+              let restore = restore.withLockedValue({ $0 }) else { return }
+        Task { await check(restore: restore) }
     }
 
     /// Checks the exchange once; true when it was missing and has been declared again (and

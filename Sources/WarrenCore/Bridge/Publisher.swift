@@ -26,10 +26,11 @@ public final class Publisher: Sendable {
     let blockedReason: @Sendable () -> String?
 
     /// `reopen` opens a replacement confirm-mode channel when the broker closed the current one
-    /// (nil: never replaced).
+    /// (nil: never replaced); `closedByBroker` hears why (a 404: the exchange is gone, ``ExchangeWatch``).
     public init(channel: any BrokerChannel, reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, exchange: String,
                 confirmTimeout: Duration = .seconds(10), metrics: WarrenMetrics, logger: Logger,
-                blockedReason: @escaping @Sendable () -> String? = { nil }) {
+                blockedReason: @escaping @Sendable () -> String? = { nil },
+                closedByBroker: @escaping @Sendable (AMQPError?) -> Void = { _ in }) {
         let link = ReplaceableChannel(channel, open: reopen)
         self.link = link
         self.blockedReason = blockedReason
@@ -46,6 +47,7 @@ public final class Publisher: Sendable {
                     metrics.dropped(returned.routingKey, .unroutable)
                 }
                 guard reopen != nil, ReplaceableChannel.closedByBroker(channel) else { return }
+                closedByBroker(channel.closeReason)
                 logger.warning("the broker closed the publishing channel; opening another",
                                metadata: ["reason": "\(channel.closeReason.map { "\($0)" } ?? "")"])
                 let closed = channel
