@@ -84,6 +84,23 @@ public final class ExchangeWatch: Sendable {
         return true
     }
 
+    /// Binds `queue` to `exchange` again with each of `keys` (on the channel `channel` gives for
+    /// each, so a closed one can be replaced in between); a failure is logged and the rest go on.
+    /// Returns how many bindings were made.
+    static func bindAgain(_ keys: [String], queue: String, exchange: String, recorded: Bool,
+                          on channel: () async throws -> any BrokerChannel, logger: Logger) async -> Int {
+        var made = 0
+        for key in keys {
+            do {
+                try await channel().bind(queue: queue, exchange: exchange, pattern: key, recorded: recorded)
+                made += 1
+            } catch {
+                logger.warning("could not bind a queue again", metadata: ["queue": "\(queue)", "key": "\(key)", "error": "\(error)"])
+            }
+        }
+        return made
+    }
+
     /// Whether the broker answers a passive declare of the exchange with 404.
     private func isMissing() async -> Bool {
         guard let channel = try? await open() else { return false }

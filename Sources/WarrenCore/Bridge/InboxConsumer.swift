@@ -98,16 +98,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// Binds the queue again with every pattern it had (the exchange was deleted and declared
     /// again: its bindings went with it); returns how many bindings were made.
     func restoreBindings() async -> Int {
-        var made = 0
-        for pattern in state.withLockedValue({ $0.closed ? [] : $0.bound.sorted() }) {
-            do {
-                try await channels.administration().bind(queue: queue, exchange: exchange, pattern: pattern, recorded: false)
-                made += 1
-            } catch {
-                logger.warning("could not bind an inbox again", metadata: ["queue": "\(queue)", "error": "\(error)"])
-            }
-        }
-        return made
+        await ExchangeWatch.bindAgain(state.withLockedValue { $0.closed ? [] : $0.bound.sorted() }, queue: queue, exchange: exchange,
+                                      recorded: false, on: { try await channels.administration() }, logger: logger)
     }
 
     /// Whether a consumer is running (or starting).

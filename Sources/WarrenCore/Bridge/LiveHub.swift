@@ -77,16 +77,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// again: its bindings went with it); returns how many bindings were made.
     public func restoreBindings() async -> Int {
         let made = try? await serial.run { [self] () async -> Int in
-            var made = 0
-            for key in bindings.withLockedValue({ $0.brokerKeys }) {
-                do {
-                    try await binder().bind(queue: queue, exchange: exchange, pattern: key, recorded: true)
-                    made += 1
-                } catch {
-                    logger.warning("could not bind the live queue again", metadata: ["key": "\(key)", "error": "\(error)"])
-                }
-            }
-            return made
+            await ExchangeWatch.bindAgain(bindings.withLockedValue { $0.brokerKeys }, queue: queue, exchange: exchange, recorded: true,
+                                          on: { try await binder() }, logger: logger)
         }
         return made ?? 0
     }

@@ -67,16 +67,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// Binds `warren.store` again with `store.patterns` (the exchange was deleted and declared
     /// again: its bindings went with it); returns how many bindings were made.
     public func restoreBindings() async -> Int {
-        var made = 0
-        for pattern in settings.patterns {
-            do {
-                try await channels.administration().bind(queue: settings.queue, exchange: exchange, pattern: pattern, recorded: false)
-                made += 1
-            } catch {
-                logger.warning("could not bind the store's queue again", metadata: ["error": "\(error)"])
-            }
-        }
-        return made
+        await ExchangeWatch.bindAgain(settings.patterns, queue: settings.queue, exchange: exchange, recorded: false,
+                                      on: { try await channels.administration() }, logger: logger)
     }
 
     /// Stops consuming; deliveries not yet committed go back to the queue when the channel closes.
