@@ -51,7 +51,9 @@ struct RawRequestHead: Equatable, Sendable {
 
     private static func parse(_ bytes: Bytes, maxHeadBytes: Int, maxFields: Int) -> Parse {
         guard let end = headEnd(bytes, limit: maxHeadBytes) else {
-            return bytes.count >= maxHeadBytes ? .other : .incomplete
+            // A head with bare LF line ends never gets its CR LF CR LF: hummingbird's parser
+            // reads it (or answers 400) instead of the connection waiting for the head timeout.
+            return bytes.count >= maxHeadBytes || hasBareLF(bytes) ? .other : .incomplete
         }
         let head = bytes[bytes.startIndex..<(end - 2)]  // up to the last field's CRLF
         var lines = LineIterator(head)
@@ -118,6 +120,16 @@ struct RawRequestHead: Equatable, Sendable {
             i += 1
         }
         return nil
+    }
+
+    /// Whether an LF comes without the CR before it (only looked for while a head is incomplete).
+    private static func hasBareLF(_ bytes: Bytes) -> Bool {
+        var previous: UInt8 = 0
+        for b in bytes {
+            if b == 10, previous != 13 { return true }
+            previous = b
+        }
+        return false
     }
 
     private static func parseRequestLine(_ line: Bytes) -> (method: Method, target: String)? {

@@ -30,8 +30,11 @@ struct RouteSupport: Sendable {
     func collect(_ request: Request) async throws(ProtocolError) -> ByteBuffer {
         do {
             return try await request.body.collect(upTo: maxBodyBytes)
-        } catch {
+        } catch is NIOTooManyBytesError {
             throw tooLarge
+        } catch {
+            // A body cut short or malformed (a bad chunk, the connection closed mid-body).
+            throw ProtocolError(.badFrame, "the request body could not be read", ref: nil)
         }
     }
 

@@ -220,14 +220,40 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
         closeTimer = context.eventLoop.scheduleTask(in: door.closeTimeout) { channel.close(promise: nil) }
     }
 
-    /// The client's close: answered with its code, then the connection closes.
+    /// The client's close: answered with its code, then the connection closes. A close frame
+    /// the RFC does not allow (§5.5.1, §7.4: a one-byte body, a code no endpoint may send, a
+    /// reason that is not UTF-8) is answered 1002 or 1007 instead of echoed.
     private func closeReceived(_ context: ChannelHandlerContext, _ data: ByteBuffer) {
         output?.close(code: 1000, reason: "")  // nothing more is sent
         if !closeSent {
-            let code = data.getInteger(at: data.readerIndex, as: UInt16.self)
-            writeClose(context, code: code, reason: "")
+            switch Self.checkClose(data) {
+            case .valid(let code): writeClose(context, code: code, reason: "")
+            case .invalid(let code, let reason): writeClose(context, code: code, reason: reason)
+            }
         }
         context.close(promise: nil)
+    }
+
+    enum CloseCheck: Equatable {
+        /// The code to echo (nil: the client's close had no body).
+        case valid(UInt16?)
+        case invalid(UInt16, String)
+    }
+
+    /// What a client's close frame body holds (RFC 6455 §5.5.1, §7.4.1, and the IANA registry).
+    static func checkClose(_ data: ByteBuffer) -> CloseCheck {
+        guard data.readableBytes > 0 else { return .valid(nil) }
+        guard let code = data.getInteger(at: data.readerIndex, as: UInt16.self) else {
+            return .invalid(1002, "a close body of one byte")
+        }
+        switch code {
+        case 1000...1003, 1007...1014, 3000...4999: break
+        default: return .invalid(1002, "close code \(code) may not be sent")
+        }
+        guard isUTF8(data.getSlice(at: data.readerIndex + 2, length: data.readableBytes - 2) ?? ByteBuffer()) else {
+            return .invalid(1007, "the close reason must be UTF-8")
+        }
+        return .valid(code)
     }
 
     /// A broken protocol or a dead peer: the close frame and the connection closed, no waiting.

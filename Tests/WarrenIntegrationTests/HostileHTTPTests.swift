@@ -55,6 +55,37 @@ struct HostileHTTPTests {
         #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/healthz").status == 200)
     }
 
+    /// A request HTTP's parser refuses is answered `400` before the connection closes (not
+    /// closed unanswered), whichever parser meets it; a body that breaks off mid-chunk is a
+    /// `bad_frame`, not a `too_large`.
+    @Test func requestsTheParserRefusesAreAnswered400() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_HEADER_TIMEOUT": "2", "WARREN_HTTP_IDLE_TIMEOUT": "2"])
+        defer { Task { await warren.stop() } }
+        let body = #"{"route":"room.x","body":"x"}"#
+        let cases: [(String, String)] = [
+            ("garbage", "GARBAGE\r\n\r\n"),
+            ("length and chunked", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+            ("two lengths", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n{\"a\":1}"),
+            ("negative length", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
+            ("a control byte in a field", "GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\u{01}b\r\n\r\n"),
+            ("a chunk shorter than it says", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + String(body.utf8.count - 1, radix: 16) + "\r\n" + body + "\r\n0\r\n\r\n"),
+            ("a good request, then a bad one", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nContent-Length: x\r\n\r\n"),
+        ]
+        for (name, text) in cases {
+            let answer = try await RawHTTP.exchange(port: warren.port, [RawHTTP.bytes(text)], timeout: .seconds(10))
+            let last = answer.text.components(separatedBy: "HTTP/1.1 ").last ?? ""
+            #expect(last.hasPrefix("400 "), "\(name): \(answer.text.prefix(300))")
+            #expect(answer.closedByServer, "\(name): left open")
+            if name.hasPrefix("a chunk") { #expect(answer.text.contains(#""code":"bad_frame""#), "\(answer.text)") }
+        }
+        // A chunked body that is well formed is read.
+        let chunked = "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            + String(body.utf8.count, radix: 16) + "\r\n" + body + "\r\n0\r\n\r\n"
+        let served = try await RawHTTP.exchange(port: warren.port, [RawHTTP.bytes(chunked)])
+        #expect(served.status == 202, "\(served.text)")
+    }
+
     @Test func aSlowlorisRequestIsClosedAtTheHeaderTimeout() async throws {
         let warren = try await WarrenInstance.start(["WARREN_HTTP_HEADER_TIMEOUT": "2", "WARREN_HTTP_IDLE_TIMEOUT": "2"])
         defer { Task { await warren.stop() } }

@@ -29,6 +29,14 @@ struct WebSocketProtocolTests {
         try await pieces.sendFrame(opcode: 0x8, [0x03, 0xE8])
         #expect(try await pieces.readUntilClose() == 1000)
 
+        // A close the RFC does not allow is answered 1002 (a code no endpoint may send, a
+        // one-byte body) or 1007 (a reason that is not UTF-8), not echoed.
+        for (body, expected): ([UInt8], UInt16) in [([0x03, 0xE7], 1002), ([0x03], 1002), ([0x03, 0xE8, 0xC3, 0x28], 1007)] {
+            let closing = try await connect("closing")
+            try await closing.sendFrame(opcode: 0x8, body)
+            #expect(try await closing.readUntilClose() == expected)
+        }
+
         // Text that is not UTF-8: 1007.
         let garbled = try await connect("garbled")
         try await garbled.sendFrame(opcode: 0x1, [0x7B, 0xC3, 0x28, 0x7D])

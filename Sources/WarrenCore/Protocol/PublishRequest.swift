@@ -23,6 +23,10 @@ public struct PublishRequest: Sendable, Equatable {
         var routes: [RouteKey] = []
         var multicast = false
         if let list = json["routes"] {
+            // Which of the two was meant is not for Warren to guess.
+            guard json["route"] == nil || json["route"] == .null else {
+                throw ProtocolError(.badFrame, "give route or routes, not both", ref: ref)
+            }
             guard case .array(let items) = list, !items.isEmpty, items.count <= maxRoutes else {
                 throw ProtocolError(.badFrame, "routes must be a list of 1-\(maxRoutes) routes", ref: ref)
             }
