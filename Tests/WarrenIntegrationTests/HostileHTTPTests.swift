@@ -67,6 +67,7 @@ struct HostileHTTPTests {
             ("length and chunked", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             ("two lengths", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n{\"a\":1}"),
             ("negative length", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
+            ("bare LF line ends", "GET /healthz HTTP/1.1\nHost: x\n\n"),
             ("a control byte in a field", "GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\u{01}b\r\n\r\n"),
             ("a chunk shorter than it says", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + String(body.utf8.count - 1, radix: 16) + "\r\n" + body + "\r\n0\r\n\r\n"),
