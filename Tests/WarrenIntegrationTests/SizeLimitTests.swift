@@ -1,4 +1,6 @@
+import AMQPClient
 import Foundation
+import NIOCore
 import NIOHTTP1
 import Testing
 import WarrenCore
@@ -21,5 +23,49 @@ struct SizeLimitTests {
         #expect(try await GreedyClientTests.limitHits(warren, "ws", "message_size") == 1)
         #expect(try await GreedyClientTests.limitHits(warren, "poll", "message_size") == 1)
         #expect(try await GreedyClientTests.limitHits(warren, "ws", "frame_size") == 1)
+    }
+
+    /// A plain AMQP publisher may send up to the broker's `max_message_size`. A message whose
+    /// envelope is over `limits.max_message_bytes` reaches no client: the live copy is dropped,
+    /// the inbox copy rejected (not delivered again when the user comes back), the socket stays
+    /// open, and both are counted as `dropped{reason="too_large"}`.
+    @Test func aBrokerMessageOverTheLimitReachesNoClient() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LIMITS_MAX_MESSAGE_BYTES": "1024"])
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("svc"), room = "room.\(uniqueUser("big"))"
+        func subscribed() async throws -> TestSocket {
+            let s = try await warren.socket(user, device: "d")
+            _ = try await s.request(##"{"op":"sub","id":"in","pattern":"#.\##(user).#","mode":"inbox"}"##, expect: "subscribed")
+            _ = try await s.request(##"{"op":"sub","id":"room","pattern":"\##(room)"}"##, expect: "subscribed")
+            return s
+        }
+        let s = try await subscribed()
+        let amqp = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+        defer { Task { await amqp.close() } }
+        let channel = try await amqp.openChannel()
+        let big = String(repeating: "x", count: 4096)
+        for (key, body) in [("svc.\(user)", big), (room, big), ("svc.\(user)", "inbox sentinel"), (room, "room sentinel")] {
+            try await channel.publish(body, exchange: warren.exchange, routingKey: key,
+                                      properties: BasicProperties(contentType: "text/plain", appID: "svc"))
+        }
+        let first = try await s.next(op: "msg"), second = try await s.next(op: "msg")
+        let bodies = Set([first.env?["body"]?.stringValue, second.env?["body"]?.stringValue])
+        #expect(bodies == ["inbox sentinel", "room sentinel"], "\(first) \(second)")
+        if let id = (first["sub"]?.stringValue == "in" ? first : second).env?["id"]?.stringValue {
+            try await s.send(#"{"op":"ack","id":"\#(id)"}"#)
+        }
+        let r = try await HTTPTestClient.request(.GET, port: warren.port, "/metrics")
+        let samples = PrometheusSamples(r.body)
+        #expect(samples.value("warren_dropped_total", [("route", "other"), ("reason", "too_large")]) == 1, "the inbox copy")
+        #expect(samples.value("warren_dropped_total", [("route", "rooms"), ("reason", "too_large")]) == 1, "the live copy")
+        await s.close()
+
+        // Back again: nothing waits in the inbox (a sentinel published now is the first delivery).
+        let again = try await subscribed()
+        try await channel.publish("back", exchange: warren.exchange, routingKey: "svc.\(user)",
+                                  properties: BasicProperties(contentType: "text/plain", appID: "svc"))
+        #expect(try await again.next(op: "msg").env?["body"]?.stringValue == "back")
+        await again.close()
+        _ = try? await channel.queueDelete("warren.inbox.\(user).d")
     }
 }

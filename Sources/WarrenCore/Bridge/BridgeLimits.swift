@@ -1,6 +1,7 @@
 /// Per-client limits (DESIGN §4, `[limits]`).
 public struct BridgeLimits: Sendable, Equatable {
-    /// Largest encoded envelope (`too_large` above).
+    /// Largest encoded envelope (`too_large` above; from a plain AMQP publisher, handed to no
+    /// client and not stored: ``EnvelopeSizeGuard``).
     public var maxMessageBytes: Int = 65_536
     /// Largest WebSocket frame (close 1009 above).
     public var maxFrameBytes: Int = 1 << 20

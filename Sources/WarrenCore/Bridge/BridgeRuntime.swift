@@ -112,13 +112,14 @@ public final class BridgeRuntime: Sendable {
     public static func start(connections: [AMQPConnection], configuration: BridgeConfiguration, nodeID: String,
                              metrics: WarrenMetrics, conversations: Conversations? = nil, logger: Logger) async throws -> BridgeRuntime {
         let primary = connections[0]
+        let sizeGuard = EnvelopeSizeGuard(maxBytes: configuration.limits.maxMessageBytes, logger: logger)
         let publishChannel = try await primary.openChannel()
         try await publishChannel.confirmSelect()
         // The live queue is exclusive to the connection that declared it: its consumer and its
         // bindings stay on that connection.
         let hub = LiveHub(channel: try await primary.openChannel(), bindChannel: try await primary.openChannel(),
                           reopen: { try await primary.openChannel() }, queue: "warren.live.\(nodeID)", exchange: configuration.amqp.exchange,
-                          bindAllAfter: configuration.amqp.liveBindAllAfter, metrics: metrics, logger: logger)
+                          bindAllAfter: configuration.amqp.liveBindAllAfter, metrics: metrics, sizeGuard: sizeGuard, logger: logger)
         try await hub.start()
         let pool = ChannelPool(connections: connections, administrationChannels: configuration.amqp.administrationChannels,
                                consumptionChannels: configuration.amqp.consumptionChannels)
@@ -131,7 +132,8 @@ public final class BridgeRuntime: Sendable {
             }
             let writer = StoreWriter(store: conversations.store, settings: conversations.settings,
                                      channel: try await openStoreChannel(), reopen: openStoreChannel, channels: pool,
-                                     exchange: configuration.amqp.exchange, metrics: conversations.metrics, logger: logger)
+                                     exchange: configuration.amqp.exchange, metrics: conversations.metrics, sizeGuard: sizeGuard,
+                                     logger: logger)
             try await writer.start()
             conversations.attach(writer)
         }
@@ -176,7 +178,7 @@ public final class BridgeRuntime: Sendable {
     func openInbox(user: String, device: String, receiver: any InboxReceiver, near loop: (any EventLoop)?) async throws -> InboxConsumer {
         let consumer = InboxConsumer(channels: channels, queue: InboxSettings.queueName(user: user, device: device),
                                      exchange: exchange, settings: inbox, metrics: metrics, receiver: receiver, loop: loop,
-                                     registry: inboxes, logger: logger)
+                                     registry: inboxes, sizeGuard: hub.sizeGuard, logger: logger)
         try await consumer.declare()
         inboxes.insert(consumer)
         return consumer

@@ -31,6 +31,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// Where the node keeps its open inboxes (nil in tests that need none).
     let registry: InboxRegistry?
     let logger: Logger
+    /// Envelopes over `limits.max_message_bytes` from plain AMQP publishers are rejected.
+    let sizeGuard: EnvelopeSizeGuard
     let ids = UUIDv7Generator()
 
     struct Outstanding {
@@ -68,8 +70,9 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     /// connection running there when there is one (no hop per delivery or ack).
     init(channels: any ChannelSource, queue: String, exchange: String, settings: InboxSettings, metrics: WarrenMetrics,
          receiver: any InboxReceiver, loop: (any EventLoop)? = nil, registry: InboxRegistry? = nil,
-         logger: Logger = Logger(label: "warren.inbox")) {
+         sizeGuard: EnvelopeSizeGuard = .unlimited(), logger: Logger = Logger(label: "warren.inbox")) {
         self.logger = logger
+        self.sizeGuard = sizeGuard
         self.registry = registry
         self.loop = loop
         self.metrics = metrics
@@ -230,6 +233,11 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
             return
         }
         let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
+        guard sizeGuard.admits(envelope.readableBytes, routingKey: message.routingKey, path: "inbox", metrics: metrics) else {
+            // Never to be delivered: requeued it would come back at every reconnect.
+            state.withLockedValue { $0.channel }?.nack(message.deliveryTag, multiple: false, requeue: false)
+            return
+        }
         // One lock per delivery: it goes straight back (a cancel is under way), or its tag is
         // kept — unless the client already holds a live delivery with this envelope id (an AMQP
         // publisher that retried with the same `message_id`). Kept under the same id, the

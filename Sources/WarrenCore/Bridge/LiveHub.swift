@@ -25,6 +25,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     let bindChannel: ReplaceableChannel
     let logger: Logger
     let metrics: WarrenMetrics
+    /// Envelopes over `limits.max_message_bytes` from plain AMQP publishers go no further.
+    let sizeGuard: EnvelopeSizeGuard
     let ids = UUIDv7Generator()
     private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
     private let serial: SerialJobQueue
@@ -36,8 +38,9 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// broker closed `channel` or `bindChannel` (nil: never replaced).
     public init(channel: any BrokerChannel, bindChannel: any BrokerChannel,
                 reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, queue: String, exchange: String,
-                bindAllAfter: Int = 0, metrics: WarrenMetrics, logger: Logger) {
+                bindAllAfter: Int = 0, metrics: WarrenMetrics, sizeGuard: EnvelopeSizeGuard = .unlimited(), logger: Logger) {
         self.metrics = metrics
+        self.sizeGuard = sizeGuard
         self.channel = ReplaceableChannel(channel, open: reopen)
         self.bindChannel = ReplaceableChannel(bindChannel, open: reopen)
         self.queue = queue
@@ -173,6 +176,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
             trie.forEachMatch(key) { _, subscribers in matched.append(contentsOf: subscribers) }
         }
         if matched.isEmpty { return }
+        guard sizeGuard.admits(envelope.readableBytes, routingKey: message.routingKey, path: "live", metrics: metrics) else { return }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
         // same bytes go to every socket: no per-socket encoding or copy. The delivery in hand
         // is passed as it is while the id stays the same (no copy of it per socket).

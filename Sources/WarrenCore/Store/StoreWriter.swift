@@ -19,6 +19,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
 
     let store: any ConversationStore
     let settings: StoreSettings
+    /// Envelopes over `limits.max_message_bytes` from plain AMQP publishers are not kept.
+    let sizeGuard: EnvelopeSizeGuard
     /// The writer's own channel (one per node): batches are acked on it with one `multiple` ack.
     /// Replaced when the broker closes it with a channel error — RabbitMQ does that to a
     /// delivery left unacked past its `consumer_timeout` (30 minutes by default), which a
@@ -41,7 +43,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// when the broker has closed it (nil: never replaced).
     public init(store: any ConversationStore, settings: StoreSettings, channel: any BrokerChannel,
                 reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, channels: any ChannelSource,
-                exchange: String, metrics: StoreMetrics, logger: Logger) {
+                exchange: String, metrics: StoreMetrics, sizeGuard: EnvelopeSizeGuard = .unlimited(), logger: Logger) {
+        self.sizeGuard = sizeGuard
         self.store = store
         self.settings = settings
         self.channel = ReplaceableChannel(channel, open: reopen)
@@ -97,7 +100,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             channel.nack(delivery.deliveryTag, multiple: false, requeue: true)
             return
         }
-        guard let message = Self.storedMessage(delivery, settings: settings, ids: ids) else {
+        guard let message = Self.storedMessage(delivery, settings: settings, ids: ids),
+              sizeGuard.admits(message.envelope.utf8.count, routingKey: delivery.routingKey, path: "store", metrics: nil) else {
             channel.ack(delivery.deliveryTag, multiple: false)
             return
         }
