@@ -147,6 +147,17 @@ import Testing
         #expect(e.from == "bot" && e.type == "raw" && e.id == "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e" && e.ts == 1_700_000_000_000)
     }
 
+    /// A `timestamp` whose milliseconds do not fit is no time: Warren's clock stands in (it
+    /// wrapped around to a negative `ts` before).
+    @Test func aTimestampTooLargeForMillisecondsIsReplacedByWarrensClock() throws {
+        for nonsense: UInt64 in [UInt64.max, UInt64(Int64.max), UInt64(Int64.max) / 1000 + 1] {
+            let e = try #require(Self.translate("hi", BasicProperties(timestamp: nonsense)))
+            #expect(e.ts == Self.now, "timestamp \(nonsense)")
+        }
+        #expect(EnvelopeAMQPMapping.acceptedAt(BasicProperties(timestamp: UInt64.max)) == nil)
+        #expect(EnvelopeAMQPMapping.acceptedAt(BasicProperties(timestamp: 1_700_000_000)) == 1_700_000_000_000)
+    }
+
     @Test func binaryIsBase64() throws {
         let e = try #require(EnvelopeAMQPMapping.incoming(body: ByteBuffer(bytes: [0xFF, 0x00, 0xFE]), properties: BasicProperties(),
                                                           routingKey: "a", nowMilliseconds: 1, newID: { "x" }).envelope)

@@ -25,7 +25,14 @@ public enum EnvelopeAMQPMapping {
 
     /// When Warren accepted a message (ms): the `ts` header of its own publishes, else the AMQP timestamp.
     public static func acceptedAt(_ properties: BasicProperties) -> Int64? {
-        properties.headers?["ts"]?.intValue ?? properties.timestamp.map { Int64(clamping: $0) &* 1000 }
+        properties.headers?["ts"]?.intValue ?? properties.timestamp.flatMap(milliseconds)
+    }
+
+    /// An AMQP `timestamp` (seconds) in milliseconds; nil when that overflows (a publisher's
+    /// nonsense, not a time: Warren's clock is used instead).
+    static func milliseconds(_ seconds: UInt64) -> Int64? {
+        let (ms, overflow) = Int64(clamping: seconds).multipliedReportingOverflow(by: 1000)
+        return overflow ? nil : ms
     }
 
     /// What a delivery from the broker becomes.
@@ -43,7 +50,7 @@ public enum EnvelopeAMQPMapping {
         let bytes = body.readableBytesView
         let fallbackFrom = properties.headers?["from"]?.stringValue ?? properties.appID ?? "amqp"
         let propertyID = properties.messageID.flatMap(UUIDv7Generator.canonical)
-        let propertyTS = properties.timestamp.map { Int64(clamping: $0) &* 1000 }
+        let propertyTS = properties.timestamp.flatMap(milliseconds)
 
         // A body that is itself an envelope keeps its fields.
         if bytes.first == UInt8(ascii: "{"), let json = try? JSONParser.parse(bytes), json["v"]?.intValue == 1,
