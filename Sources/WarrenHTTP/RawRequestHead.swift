@@ -88,6 +88,8 @@ struct RawRequestHead: Equatable, Sendable {
             case 21 where equalsLowercase(name, "sec-websocket-version"):
                 upgrade.version13 = value.elementsEqual("13".utf8)
             case 13 where equalsLowercase(name, "authorization"):
+                // Two credentials: which one counts is hummingbird's to answer (it refuses the pair).
+                guard result.authorization == nil else { return .other }
                 result.authorization = String(decoding: value, as: UTF8.self)
             case 14 where equalsLowercase(name, "content-length"):
                 // Digits only, spaces around them (NIO's parser refuses a tab there, so this does too).

@@ -60,6 +60,7 @@ struct RawRequestHeadTests {
         "GET /v1/poll/a HTTP/1.1\rHost: x\r\n\r\n",
         "GET /v1/poll/a HTTP/1.1\r\nHost: x\rOrigin: y\r\n\r\n",
         "POST /v1/poll HTTP/1.1\r\nContent-Length: 1\t\r\n\r\nx",
+        "GET /v1/poll/a HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n",
         // Bare LF line ends: no CR LF CR LF will ever come, so not left waiting for one.
         "GET /v1/poll/a HTTP/1.1\nHost: x\n\n",
         "GET /v1/poll/a HTTP/1.1\r\nHost: x\n",
