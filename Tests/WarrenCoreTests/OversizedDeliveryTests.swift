@@ -26,6 +26,11 @@ struct OversizedDeliveryTests {
         live.deliver(to: consumer, routingKey: "room.x", body: "sentinel")
         #expect(receiver.bodies.count == 1 && receiver.bodies[0].contains("sentinel"), "\(receiver.bodies.map { $0.prefix(80) })")
         #expect(metrics.droppedCount(.tooLarge) == 1 && sizeGuard.refusedCount == 1)
+        // Warren's own publish goes on whatever its size: a node admitted it under its limit (the
+        // guarantee to inboxes holds even where nodes' limits differ).
+        live.deliver(to: consumer, routingKey: "room.x", body: String(repeating: "w", count: Self.limit),
+                     properties: BasicProperties(appID: EnvelopeAMQPMapping.appID))
+        #expect(receiver.bodies.count == 2 && sizeGuard.refusedCount == 1)
     }
 
     @Test func anInboxCopyIsRejectedWithoutRequeue() async throws {

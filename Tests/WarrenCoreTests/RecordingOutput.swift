@@ -23,6 +23,8 @@ final class RecordingOutput: SessionOutput {
     func close(code: UInt16, reason: String) { state.withLockedValue { $0.closed = code } }
 
     var frames: [String] { state.withLockedValue { $0.frames } }
+    /// The close code, once the session closed it.
+    var closed: UInt16? { state.withLockedValue { $0.closed } }
     var inboxIDs: [String?] { state.withLockedValue { $0.inboxIDs } }
     var json: [JSONValue] { frames.compactMap { try? JSONParser.parse(Array($0.utf8)) } }
 }

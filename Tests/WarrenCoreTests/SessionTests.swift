@@ -38,6 +38,17 @@ struct SessionTests {
         #expect(channel.calls.last == "ack \(t1)")
         await alice.handle(frame(#"{"op":"ack","id":"\#(id)"}"#))
         #expect(outA.json.last?["code"]?.stringValue == "not_found" && outA.json.last?["ref"]?.stringValue == id)
+        // A batch of 150 stale ids: each is answered, and the frame is one bad frame, not 150
+        // (over `limits.max_bad_frames`, 100, the socket would close with 1008).
+        let stale = (0..<150).map { n -> String in
+            let hex = String(n, radix: 16)
+            return "0196a3f2-7c1e-7b3a-9d2e-" + String(repeating: "0", count: 12 - hex.count) + hex
+        }
+        let errorsBefore = outA.json.filter { $0["op"]?.stringValue == "error" }.count
+        await alice.handle(frame(#"{"op":"ack","ids":["\#(stale.joined(separator: #"",""#))"]}"#))
+        let answered = outA.json.filter { $0["op"]?.stringValue == "error" }.dropFirst(errorsBefore)
+        #expect(answered.map { $0["ref"]?.stringValue } == stale && answered.allSatisfy { $0["code"]?.stringValue == "not_found" })
+        #expect(outA.closed == nil, "closed with \(outA.closed.map(String.init) ?? "")")
 
         // Going away: the consumer is cancelled and what was not acked goes back, one by one;
         // the other session's consumer on the same channel is untouched.

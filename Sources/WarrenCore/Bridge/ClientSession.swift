@@ -85,8 +85,14 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         case .pub(let request):
             publish(request)
         case .ack(let ids):
+            // Each unknown id is answered, but the frame counts once towards
+            // `limits.max_bad_frames`: a client re-sending a batch of acks after a reconnect or
+            // a requeue is not abusing the protocol a hundred times over.
+            var unknown = 0
             for id in ids where !ackInbox(envelopeID: id) {
-                fail(ProtocolError(.notFound, "no unacknowledged inbox delivery with this id", ref: id))
+                unknown += 1
+                let error = ProtocolError(.notFound, "no unacknowledged inbox delivery with this id", ref: id)
+                if unknown == 1 { fail(error) } else { send(ServerFrame.error(error)) }
             }
         case .presence(let ref, let route):
             do {

@@ -233,7 +233,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
             return
         }
         let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
-        guard sizeGuard.admits(envelope.readableBytes, routingKey: message.routingKey, path: "inbox", metrics: metrics) else {
+        guard sizeGuard.admits(envelope.readableBytes, of: message, path: "inbox", metrics: metrics) else {
             // Never to be delivered: requeued it would come back at every reconnect.
             state.withLockedValue { $0.channel }?.nack(message.deliveryTag, multiple: false, requeue: false)
             return

@@ -176,7 +176,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
             trie.forEachMatch(key) { _, subscribers in matched.append(contentsOf: subscribers) }
         }
         if matched.isEmpty { return }
-        guard sizeGuard.admits(envelope.readableBytes, routingKey: message.routingKey, path: "live", metrics: metrics) else { return }
+        guard sizeGuard.admits(envelope.readableBytes, of: message, path: "live", metrics: metrics) else { return }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
         // same bytes go to every socket: no per-socket encoding or copy. The delivery in hand
         // is passed as it is while the id stays the same (no copy of it per socket).

@@ -101,7 +101,7 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             return
         }
         guard let message = Self.storedMessage(delivery, settings: settings, ids: ids),
-              sizeGuard.admits(message.envelope.utf8.count, routingKey: delivery.routingKey, path: "store", metrics: nil) else {
+              sizeGuard.admits(message.envelope.utf8.count, of: delivery, path: "store", metrics: nil) else {
             channel.ack(delivery.deliveryTag, multiple: false)
             return
         }
