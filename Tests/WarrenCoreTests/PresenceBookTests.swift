@@ -38,6 +38,38 @@ struct PresenceBookTests {
         #expect(a.remote["c"] != nil, "c itself was heard from recently")
     }
 
+    /// b vanishes; a, the smallest live node, was to publish alice's leave, and is killed before
+    /// it could: c, not hearing from a again, publishes it with a's own leaves. Had a been heard
+    /// from after the grace, it would have published them, and c does not repeat them.
+    @Test func theLeavesOfAVanishedNodeAreNotLostWithTheNodeThatOwedThem() {
+        let bob = PresenceEntry(route: "room.lobby", user: "bob")
+        var c = PresenceBook(node: "c")
+        c.received(state: [lobby], from: "b", at: 1_000)
+        c.received(state: [bob], from: "a", at: 25_000)
+        #expect(c.expire(now: 31_001, timeout: 30_000).isEmpty, "a is alive and the smallest: a's to publish")
+        #expect(c.owedByOthers[lobby]?.by == "a")
+        // a is never heard from again: c publishes alice's leave with bob's.
+        #expect(c.expire(now: 55_001, timeout: 30_000) == [.leave(lobby), .leave(bob)])
+        #expect(c.owedByOthers.isEmpty)
+
+        // The same, but a is heard from after the grace: it published alice's leave itself.
+        var d = PresenceBook(node: "d")
+        d.received(state: [lobby], from: "b", at: 1_000)
+        d.received(state: [bob], from: "a", at: 25_000)
+        #expect(d.expire(now: 31_001, timeout: 30_000).isEmpty)
+        d.received(state: [bob], from: "a", at: 31_001 + PresenceBook.takeoverGrace)
+        #expect(d.owedByOthers.isEmpty)
+        #expect(d.expire(now: 70_000, timeout: 30_000) == [.leave(bob)], "only a's own leave")
+
+        // Alice back on a node meanwhile: nothing is owed for her.
+        var e = PresenceBook(node: "e")
+        e.received(state: [lobby], from: "b", at: 1_000)
+        e.received(state: [], from: "a", at: 25_000)
+        #expect(e.expire(now: 31_001, timeout: 30_000).isEmpty)
+        _ = e.localJoined(lobby)
+        #expect(e.expire(now: 55_001, timeout: 30_000).isEmpty)
+    }
+
     @Test func aUserLeavingTwoNodesAtOnceLeavesOnceFromTheSmallestNode() {
         // alice on a and on b; c watches. Her last entries on a and b end before either
         // node hears of the other's: each believes the other still holds her.

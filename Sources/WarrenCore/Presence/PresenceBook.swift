@@ -6,7 +6,8 @@
 /// updated by their deltas, and forgotten when a node has not been heard from within the
 /// timeout. A join or leave envelope is due when an entry appears or disappears cluster-wide:
 /// the node where it changed publishes it; for a node that vanished, the live node with the
-/// smallest id publishes its leaves. When a user's last entries on two nodes end at once, each
+/// smallest id publishes its leaves (and if that node vanishes before it is heard from again,
+/// the next smallest publishes them with its own). When a user's last entries on two nodes end at once, each
 /// node believes the other still holds her and neither publishes: the leave each announces says
 /// so, and the live node with the smallest id that hears such a leave and finds the entry
 /// present nowhere publishes it. When a user arrives on one node as she leaves another, the
@@ -21,6 +22,13 @@ public struct PresenceBook: Sendable {
     /// The leaves this node published, and when (ms): an unpublished join from another node
     /// that crossed one of them is this node's to publish. Kept for the timeout.
     public private(set) var publishedLeaves: [PresenceEntry: Int64] = [:]
+    /// Leaves of a vanished node that another, smaller node was to publish, with that node and
+    /// when (ms): published here if that node vanishes too before it is heard from again
+    /// ``takeoverGrace`` later (by then it has published them).
+    public private(set) var owedByOthers: [PresenceEntry: (by: String, since: Int64)] = [:]
+    /// How long after this node gave a vanished node's leaves to another node a word from that
+    /// node shows it was alive to publish them (nodes expire on their own one-second ticks).
+    public static let takeoverGrace: Int64 = 2_000
 
     public init(node: String) { self.node = node }
 
@@ -45,6 +53,7 @@ public struct PresenceBook: Sendable {
         local[entry] = count + 1
         guard count == 0 else { return Outcome(announce: false, publish: nil) }
         publishedLeaves[entry] = nil
+        owedByOthers[entry] = nil
         return Outcome(announce: true, publish: elsewhere(entry) ? nil : .join(entry))
     }
 
@@ -68,6 +77,14 @@ public struct PresenceBook: Sendable {
     public mutating func received(state entries: Set<PresenceEntry>, from other: String, at now: Int64) {
         guard other != node else { return }
         remote[other] = (entries, now)
+        heard(from: other, at: now)
+    }
+
+    /// A word from `other`: the leaves it was to publish are its own once it is heard from after
+    /// the grace.
+    private mutating func heard(from other: String, at now: Int64) {
+        guard !owedByOthers.isEmpty else { return }
+        owedByOthers = owedByOthers.filter { $0.value.by != other || now - $0.value.since < Self.takeoverGrace }
     }
 
     /// Another node's single change; `wasPublished` is whether that node published its envelope.
@@ -83,7 +100,9 @@ public struct PresenceBook: Sendable {
         if present { known.entries.insert(entry) } else { known.entries.remove(entry) }
         known.seen = now
         remote[other] = known
+        heard(from: other, at: now)
         if present {
+            owedByOthers[entry] = nil
             guard publishedLeaves.removeValue(forKey: entry) != nil, !wasPublished, local[entry] == nil else { return nil }
             return .join(entry)
         }
@@ -95,6 +114,8 @@ public struct PresenceBook: Sendable {
     /// Another node said goodbye (it drained; its users' leaves were published as they left).
     public mutating func receivedGoodbye(from other: String) {
         remote[other] = nil
+        // A node that drains has stayed alive past any leaves it was to publish.
+        owedByOthers = owedByOthers.filter { $0.value.by != other }
     }
 
     /// Forgets nodes not heard from since `now - timeout`; returns the leaves this node must
@@ -105,14 +126,21 @@ public struct PresenceBook: Sendable {
         let gone = remote.filter { now - $0.value.seen > timeout }
         guard !gone.isEmpty else { return [] }
         for name in gone.keys { remote[name] = nil }
-        let responsible = remote.keys.allSatisfy { node < $0 }
-        guard responsible else { return [] }
         var leaves = Set<PresenceEntry>()
         for (_, state) in gone {
             for entry in state.entries where local[entry] == nil && !elsewhere(entry) { leaves.insert(entry) }
         }
-        for entry in leaves { publishedLeaves[entry] = now }
-        return leaves.sorted().map { .leave($0) }
+        // Leaves a node that is gone now was to publish for an earlier one, and may not have.
+        for (entry, owed) in owedByOthers where gone[owed.by] != nil {
+            owedByOthers[entry] = nil
+            if local[entry] == nil && !elsewhere(entry) { leaves.insert(entry) }
+        }
+        guard let smallest = remote.keys.min(), smallest < node else {
+            for entry in leaves { publishedLeaves[entry] = now }
+            return leaves.sorted().map { .leave($0) }
+        }
+        for entry in leaves { owedByOthers[entry] = (smallest, now) }
+        return []
     }
 
     /// The users present on `route`, on every node known, sorted.
