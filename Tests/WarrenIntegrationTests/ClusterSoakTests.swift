@@ -79,7 +79,8 @@ struct ClusterSoakTests {
                     var answer: JSONValue?
                     for _ in 0..<5 {
                         try? await listener.send(#"{"op":"pub","route":"\#(room)","body":"\#(sentinel)","cid":"\#(sentinel)"}"#)
-                        answer = await listener.next { $0["cid"]?.stringValue == sentinel }
+                        // A puback names the cid in `cid`, an error in `ref` (DESIGN §4).
+                        answer = await listener.next { ($0["cid"] ?? $0["ref"])?.stringValue == sentinel }
                         guard answer?["op"]?.stringValue == "error" else { break }
                         log.append("publish of \(sentinel) answered \(answer.map { "\($0)" } ?? ""); published again")
                         let again = ContinuousClock.now + .seconds(10)
