@@ -134,6 +134,47 @@ import Testing
         #expect(Array(b.readableBytesView) == bytes)
     }
 
+    /// `app_id=warren` is a mark any AMQP publisher can set: only Warren's envelope for the
+    /// message (JSON, its id the `message_id`, its route the routing key) passes through; anything
+    /// else is translated like a plain AMQP client's message, into an envelope that is JSON.
+    @Test func theMarkAloneDoesNotPassABodyThrough() throws {
+        let sample = EnvelopeTests.sample
+        let good = Array(sample.encoded())
+        let text = String(decoding: good, as: UTF8.self)
+        let props = EnvelopeAMQPMapping.properties(for: sample)
+        var badUTF8 = good
+        badUTF8.replaceSubrange(badUTF8.firstRange(of: Array("hello".utf8))!, with: [0x68, 0xFF, 0x6F])
+        var otherID = props
+        otherID.messageID = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d00"
+        var upperID = props
+        upperID.messageID = sample.id.uppercased()
+        var noID = props
+        noID.messageID = nil
+        let cases: [(body: [UInt8], properties: BasicProperties, key: String)] = [
+            (Array("not JSON at all".utf8), props, "alice.bob"),
+            (Array(text.replacingOccurrences(of: "hello", with: "hel\u{1}lo").utf8), props, "alice.bob"),
+            (Array(good.dropLast()), props, "alice.bob"),
+            (good + Array(" trailing".utf8), props, "alice.bob"),
+            (badUTF8, props, "alice.bob"),
+            (good, props, "alice.carol"),
+            (good, otherID, "alice.bob"),
+            (good, upperID, "alice.bob"),
+            (good, noID, "alice.bob"),
+        ]
+        for (body, properties, key) in cases {
+            let incoming = EnvelopeAMQPMapping.incoming(body: ByteBuffer(bytes: body), properties: properties, routingKey: key,
+                                                        nowMilliseconds: Self.now, newID: { "00000000-0000-7000-8000-000000000000" })
+            guard case .translated(let e) = incoming else {
+                Issue.record("passed through: \(String(decoding: body, as: UTF8.self)) under \(key)")
+                continue
+            }
+            #expect(e.route == key && e.via == .amqp)
+            #expect((try? JSONParser.parse(e.encoded())) != nil)
+        }
+        guard case .passthrough = EnvelopeAMQPMapping.incoming(body: ByteBuffer(bytes: good), properties: props, routingKey: "alice.bob",
+                                                               nowMilliseconds: 0, newID: { "" }) else { Issue.record(); return }
+    }
+
     @Test func plainTextIsWrapped() throws {
         let e = try #require(Self.translate("hi bob", BasicProperties(type: "text", appID: "billing")))
         #expect(e.body == .string("hi bob") && e.type == "text" && e.from == "billing" && e.via == .amqp)

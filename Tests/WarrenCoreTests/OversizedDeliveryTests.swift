@@ -26,11 +26,18 @@ struct OversizedDeliveryTests {
         live.deliver(to: consumer, routingKey: "room.x", body: "sentinel")
         #expect(receiver.bodies.count == 1 && receiver.bodies[0].contains("sentinel"), "\(receiver.bodies.map { $0.prefix(80) })")
         #expect(metrics.droppedCount(.tooLarge) == 1 && sizeGuard.refusedCount == 1)
-        // Warren's own publish goes on whatever its size: a node admitted it under its limit (the
-        // guarantee to inboxes holds even where nodes' limits differ).
-        live.deliver(to: consumer, routingKey: "room.x", body: String(repeating: "w", count: Self.limit),
-                     properties: BasicProperties(appID: EnvelopeAMQPMapping.appID))
+        // Warren's own publish goes on over this node's limit: another node admitted it under its
+        // own (the guarantee to inboxes holds even where nodes' limits differ).
+        let own = Envelope(id: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d03", route: "room.x", type: "text", from: "alice", via: .ws, ts: 1,
+                           body: .string(String(repeating: "w", count: Self.limit)))
+        live.deliver(to: consumer, routingKey: "room.x", body: String(decoding: own.encoded(), as: UTF8.self),
+                     properties: EnvelopeAMQPMapping.properties(for: own))
         #expect(receiver.bodies.count == 2 && sizeGuard.refusedCount == 1)
+        // Only what is Warren's own: the same mark on a body that is not its envelope is measured
+        // like any plain AMQP client's message.
+        live.deliver(to: consumer, routingKey: "room.x", body: String(repeating: "w", count: Self.limit),
+                     properties: BasicProperties(messageID: own.id, appID: EnvelopeAMQPMapping.appID))
+        #expect(receiver.bodies.count == 2 && sizeGuard.refusedCount == 2)
     }
 
     @Test func anInboxCopyIsRejectedWithoutRequeue() async throws {

@@ -11,7 +11,9 @@ import WarrenCore
 /// `WARREN_FUZZ_TARGET` selects which one a run exercises (scripts/fuzz.sh sets it).
 /// Each target also checks a property, so a wrong answer is a finding, not only a crash.
 enum FuzzTarget: String, CaseIterable {
-    /// Bodies from the broker turned into envelopes, then encoded: the encoding must parse.
+    /// Bodies from the broker turned into envelopes, then encoded: the encoding must parse; the
+    /// JSON validator agrees with the parser, and a body under Warren's mark passes through only
+    /// if it is JSON.
     case envelope
     /// WebSocket text frames from clients.
     case wsop
@@ -47,6 +49,18 @@ enum FuzzTarget: String, CaseIterable {
         let encoded = envelope.encoded()
         guard let reparsed = try? JSONParser.parse(encoded), reparsed["route"]?.stringValue == "fuzz.key" else {
             fatalError("the envelope encoder wrote JSON its own parser rejects: \(String(decoding: encoded, as: UTF8.self))")
+        }
+        // The validator stands in for the parser where Warren's own bodies are passed through
+        // untouched: it must agree with it, and under Warren's mark only JSON may pass.
+        let parses = (try? JSONParser.parse(bytes)) != nil
+        if JSONValidator.isValid(UnsafeRawBufferPointer(bytes)) != parses {
+            fatalError("the validator says \(!parses) where the parser says \(parses): \(Array(bytes))")
+        }
+        let marked = BasicProperties(contentType: "application/json", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e",
+                                     appID: EnvelopeAMQPMapping.appID)
+        if case .passthrough = EnvelopeAMQPMapping.incoming(body: body, properties: marked, routingKey: "fuzz.key",
+                                                            nowMilliseconds: 1, newID: { "id" }), !parses {
+            fatalError("a body under Warren's mark that is not JSON was passed through: \(Array(bytes))")
         }
     }
 

@@ -3,6 +3,8 @@ public struct BridgeLimits: Sendable, Equatable {
     /// Largest encoded envelope (`too_large` above; from a plain AMQP publisher, handed to no
     /// client and not stored: ``EnvelopeSizeGuard``).
     public var maxMessageBytes: Int = 65_536
+    /// The largest `maxMessageBytes` a node may be configured with.
+    public static let largestMessageBytes = 16 << 20
     /// Largest WebSocket frame (close 1009 above).
     public var maxFrameBytes: Int = 1 << 20
     /// Errors within a minute before the socket is closed with 1008.

@@ -4,10 +4,12 @@ import Logging
 
 /// Keeps envelopes larger than `limits.max_message_bytes` (DESIGN §2) away from clients and the
 /// store when they come from the broker, where an AMQP publisher may send anything up to the
-/// broker's `max_message_size` (128 MiB by default). Warren's own publishes (`app_id=warren`)
-/// always go on: a Warren node admitted them under its limit, and the guarantee that an
-/// acknowledged publish reaches every inbox must hold even if nodes' limits differ. A plain AMQP
-/// client's message is measured as the envelope clients would get.
+/// broker's `max_message_size` (128 MiB by default). Warren's own publishes (`app_id=warren`
+/// and the body an envelope as Warren writes them: ``EnvelopeAMQPMapping/isOwnEnvelope(_:messageID:routingKey:)``)
+/// go on up to the largest limit a node can have (``BridgeLimits/largestMessageBytes``): a Warren
+/// node admitted them under its limit, and the guarantee that an acknowledged publish reaches
+/// every inbox must hold even if nodes' limits differ. A plain AMQP client's message is measured
+/// as the envelope clients would get.
 ///
 /// Such a message would not only be useless to clients: over `limits.outbound_hard_cap_bytes`
 /// it closes every socket it is written to (4008), and an inbox copy, redelivered at each
@@ -26,11 +28,11 @@ public final class EnvelopeSizeGuard: Sendable {
         self.logger = logger
     }
 
-    /// True when `message`, whose envelope is `bytes` long, may go on; otherwise the refusal is
-    /// counted and logged.
+    /// True when `message`, whose envelope is `bytes` long (`own`: Warren's own publish), may go
+    /// on; otherwise the refusal is counted and logged.
     @inline(__always)
-    public func admits(_ bytes: Int, of message: AMQPMessage, path: StaticString, metrics: WarrenMetrics?) -> Bool {
-        if bytes <= maxBytes || message.properties.appID == EnvelopeAMQPMapping.appID { return true }
+    public func admits(_ bytes: Int, own: Bool, of message: AMQPMessage, path: StaticString, metrics: WarrenMetrics?) -> Bool {
+        if bytes <= maxBytes || (own && bytes <= BridgeLimits.largestMessageBytes) { return true }
         refuse(bytes, routingKey: message.routingKey, path: path, metrics: metrics)
         return false
     }

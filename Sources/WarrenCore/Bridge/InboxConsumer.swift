@@ -232,8 +232,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
             Task { await close() }
             return
         }
-        let (envelope, id) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
-        guard sizeGuard.admits(envelope.readableBytes, of: message, path: "inbox", metrics: metrics) else {
+        let (envelope, id, own) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
+        guard sizeGuard.admits(envelope.readableBytes, own: own, of: message, path: "inbox", metrics: metrics) else {
             // Never to be delivered: requeued it would come back at every reconnect.
             state.withLockedValue { $0.channel }?.nack(message.deliveryTag, multiple: false, requeue: false)
             return

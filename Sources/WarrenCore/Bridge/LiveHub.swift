@@ -169,14 +169,14 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         guard let key = try? RouteKey(message.routingKey) else { return }
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
-        let envelope = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids).bytes
         // Collect under the lock, deliver outside it.
         var matched: [LiveSubscriber] = []
         trie.withLockedValue { trie in
             trie.forEachMatch(key) { _, subscribers in matched.append(contentsOf: subscribers) }
         }
         if matched.isEmpty { return }
-        guard sizeGuard.admits(envelope.readableBytes, of: message, path: "live", metrics: metrics) else { return }
+        let (envelope, _, own) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
+        guard sizeGuard.admits(envelope.readableBytes, own: own, of: message, path: "live", metrics: metrics) else { return }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
         // same bytes go to every socket: no per-socket encoding or copy. The delivery in hand
         // is passed as it is while the id stays the same (no copy of it per socket).

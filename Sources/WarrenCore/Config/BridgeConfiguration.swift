@@ -283,7 +283,7 @@ public struct BridgeConfiguration: Sendable {
         config.poll.corsOrigin = try source.string("http", "cors_origin", default: config.poll.corsOrigin)
 
         config.limits.maxMessageBytes = try source.int("limits", "max_message_bytes", default: config.limits.maxMessageBytes,
-                                                       range: 256...(16 << 20))
+                                                       range: 256...BridgeLimits.largestMessageBytes)
         config.limits.maxFrameBytes = try source.int("limits", "max_frame_bytes", default: config.limits.maxFrameBytes,
                                                      range: 1024...(64 << 20))
         config.limits.maxBadFrames = try source.int("limits", "max_bad_frames", default: config.limits.maxBadFrames, range: 1...100_000)

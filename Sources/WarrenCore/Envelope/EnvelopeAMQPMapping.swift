@@ -46,7 +46,9 @@ public enum EnvelopeAMQPMapping {
     /// Translates a delivery. `newID` and `nowMilliseconds` fill in what the message lacks.
     public static func incoming(body: ByteBuffer, properties: BasicProperties, routingKey: String,
                                 nowMilliseconds: Int64, newID: () -> String) -> Incoming {
-        if properties.appID == appID { return .passthrough(body) }
+        if properties.appID == appID, isOwnEnvelope(body, messageID: properties.messageID, routingKey: routingKey) {
+            return .passthrough(body)
+        }
         let bytes = body.readableBytesView
         let fallbackFrom = properties.headers?["from"]?.stringValue ?? properties.appID ?? "amqp"
         let propertyID = properties.messageID.flatMap(UUIDv7Generator.canonical)
@@ -74,15 +76,47 @@ public enum EnvelopeAMQPMapping {
                                     ts: propertyTS ?? nowMilliseconds, body: wrapBody(bytes, contentType: properties.contentType)))
     }
 
+    /// Whether a message marked as Warren's own (`app_id=warren`) is one, as far as clients are
+    /// concerned: its body a JSON document that begins as Warren writes an envelope, with the
+    /// message's `message_id` (a lower-case UUID) as its `id` and the routing key as its `route`.
+    /// Any AMQP publisher can set `app_id`; a body passed through untouched that were not JSON
+    /// (or not UTF-8) would break every client it reaches, and an id other than `message_id`
+    /// would make the client's ack of it miss (``InboxConsumer`` keys deliveries by
+    /// `message_id`), so the inbox delivery would come again and again. A message that fails is
+    /// translated like any plain AMQP client's. The cost is a scan of the body, once per message
+    /// on the live path, once per delivery on the inbox path.
+    static func isOwnEnvelope(_ body: ByteBuffer, messageID: String?, routingKey: String) -> Bool {
+        guard var id = messageID, id.utf8.count == 36,
+              id.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+                  || $0 == UInt8(ascii: "-") }) else { return false }
+        var route = routingKey
+        return body.withUnsafeReadableBytes { raw in
+            var k = 0
+            func takeBytes(_ expected: UnsafeBufferPointer<UInt8>) -> Bool {
+                guard k + expected.count <= raw.count,
+                      UnsafeRawBufferPointer(rebasing: raw[k..<(k + expected.count)]).elementsEqual(UnsafeRawBufferPointer(expected))
+                else { return false }
+                k += expected.count
+                return true
+            }
+            func take(_ literal: StaticString) -> Bool {
+                takeBytes(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+            }
+            let head = take("{\"v\":1,\"id\":\"") && id.withUTF8(takeBytes) && take("\",\"route\":\"") && route.withUTF8(takeBytes)
+                && take("\"")
+            return head && JSONValidator.isValid(raw)
+        }
+    }
+
     /// What clients are handed for a delivery: the envelope's bytes (Warren's own passed through
-    /// untouched, anything else translated and encoded once) and its id.
-    public static func clientEnvelope(_ message: AMQPMessage, ids: UUIDv7Generator,
-                                      nowMilliseconds: Int64 = WallClock.milliseconds()) -> (bytes: ByteBuffer, id: String) {
+    /// untouched, anything else translated and encoded once), its id, and whether it was Warren's own.
+    public static func clientEnvelope(_ message: AMQPMessage, ids: UUIDv7Generator, nowMilliseconds: Int64 = WallClock.milliseconds())
+        -> (bytes: ByteBuffer, id: String, own: Bool) {
         let newID = { ids.next(nowMilliseconds: UInt64(nowMilliseconds)) }
         switch incoming(body: message.body, properties: message.properties, routingKey: message.routingKey,
                         nowMilliseconds: nowMilliseconds, newID: newID) {
-        case .passthrough(let bytes): return (bytes, message.properties.messageID ?? newID())
-        case .translated(let e): return (ByteBuffer(bytes: e.encoded()), e.id)
+        case .passthrough(let bytes): return (bytes, message.properties.messageID ?? newID(), true)
+        case .translated(let e): return (ByteBuffer(bytes: e.encoded()), e.id, false)
         }
     }
 

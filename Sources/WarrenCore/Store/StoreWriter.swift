@@ -100,8 +100,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             channel.nack(delivery.deliveryTag, multiple: false, requeue: true)
             return
         }
-        guard let message = Self.storedMessage(delivery, settings: settings, ids: ids),
-              sizeGuard.admits(message.envelope.utf8.count, of: delivery, path: "store", metrics: nil) else {
+        guard let (message, own) = Self.storedMessage(delivery, settings: settings, ids: ids),
+              sizeGuard.admits(message.envelope.utf8.count, own: own, of: delivery, path: "store", metrics: nil) else {
             channel.ack(delivery.deliveryTag, multiple: false)
             return
         }
@@ -174,7 +174,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
 
     /// What is kept of a delivery, or nil when it is not kept (transient, or a skipped type; the
     /// queue's bindings already leave out routes outside `store.patterns`).
-    static func storedMessage(_ delivery: AMQPMessage, settings: StoreSettings, ids: UUIDv7Generator) -> StoredMessage? {
+    /// `own`: Warren's own publish, kept as it came.
+    static func storedMessage(_ delivery: AMQPMessage, settings: StoreSettings, ids: UUIDv7Generator) -> (message: StoredMessage, own: Bool)? {
         let properties = delivery.properties
         if properties.expiration == "0" { return nil }
         let now = WallClock.milliseconds()
@@ -184,13 +185,13 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             // Warren's own publish: the columns ride in the properties; the body is the envelope.
             guard let id = properties.messageID, let sender = properties.headers?["from"]?.stringValue,
                   let type = properties.type, settings.keeps(type: type, transient: false) else { return nil }
-            return StoredMessage(id: id, route: delivery.routingKey, sender: sender, type: type,
-                                 ts: EnvelopeAMQPMapping.acceptedAt(properties) ?? now,
-                                 envelope: String(decoding: bytes.readableBytesView, as: UTF8.self))
+            return (StoredMessage(id: id, route: delivery.routingKey, sender: sender, type: type,
+                                  ts: EnvelopeAMQPMapping.acceptedAt(properties) ?? now,
+                                  envelope: String(decoding: bytes.readableBytesView, as: UTF8.self)), true)
         case .translated(let envelope):
             guard settings.keeps(type: envelope.type, transient: envelope.transient) else { return nil }
-            return StoredMessage(id: envelope.id, route: envelope.route, sender: envelope.from, type: envelope.type, ts: envelope.ts,
-                                 envelope: String(decoding: envelope.encoded(), as: UTF8.self))
+            return (StoredMessage(id: envelope.id, route: envelope.route, sender: envelope.from, type: envelope.type, ts: envelope.ts,
+                                  envelope: String(decoding: envelope.encoded(), as: UTF8.self)), false)
         }
     }
 }
