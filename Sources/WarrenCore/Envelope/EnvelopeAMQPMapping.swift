@@ -23,10 +23,16 @@ public enum EnvelopeAMQPMapping {
             appID: appID)
     }
 
-    /// When Warren accepted a message (ms): the `ts` header of its own publishes, else the AMQP timestamp.
+    /// When Warren accepted a message (ms): the `ts` header of its own publishes, else the AMQP
+    /// timestamp. A header that is no time since 1970 and before 10000 (any publisher may set
+    /// one) is passed over.
     public static func acceptedAt(_ properties: BasicProperties) -> Int64? {
-        properties.headers?["ts"]?.intValue ?? properties.timestamp.flatMap(milliseconds)
+        if let ts = properties.headers?["ts"]?.intValue, (0...latestMilliseconds).contains(ts) { return ts }
+        return properties.timestamp.flatMap(milliseconds)
     }
+
+    /// 9999-12-31T23:59:59.999Z in Unix milliseconds.
+    static let latestMilliseconds: Int64 = 253_402_300_799_999
 
     /// An AMQP `timestamp` (seconds) in milliseconds; nil when that overflows (a publisher's
     /// nonsense, not a time: Warren's clock is used instead).

@@ -45,6 +45,8 @@ public final class WarrenMetrics: Sendable {
 
     /// Upper bounds of the latency histograms, in seconds.
     public static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// The longest delivery latency recorded (a day); anything longer is recorded as this.
+    static let longestLatency: Double = 86_400
     public static let durationBuckets: [Duration] = buckets.map { .nanoseconds(Int64($0 * 1e9)) }
 
     public init(classifier: RouteClassifier, registry: PrometheusCollectorRegistry?) {
@@ -154,7 +156,10 @@ public final class WarrenMetrics: Sendable {
         self.bytes[cell].increment(by: Int64(bytes))
         messageCounts[cell].wrappingIncrement(by: count, ordering: .relaxed)
         byteCounts[cell].wrappingIncrement(by: bytes, ordering: .relaxed)
-        let seconds = Double(max(0, now - ts)) / 1000
+        // `ts` comes from the message (a header any AMQP publisher may set): a time in the future
+        // counts as 0, and one so far back that the difference overflows as the longest bucket.
+        let (elapsed, overflow) = now.subtractingReportingOverflow(ts)
+        let seconds = overflow ? Self.longestLatency : min(Self.longestLatency, Double(max(0, elapsed)) / 1000)
         let c = route.index
         deliveryLatency[c].recordNanoseconds(Int64(seconds * 1e9))
         latencyBuckets[c * (Self.buckets.count + 1) + Self.bucket(seconds)].wrappingIncrement(by: count, ordering: .relaxed)
