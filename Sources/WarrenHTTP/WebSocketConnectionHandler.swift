@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -84,11 +85,21 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
         self.context = context
         pingSlot = PingWheel.on(loop, period: door.pingSeconds).join(self)
         // A token's expiry holds for the life of the socket (close 4401).
-        if let expiresAt = admitted.expiresAt {
-            expiryTimer = loop.scheduleTask(in: .milliseconds(Int64(max(0, expiresAt.timeIntervalSinceNow) * 1000))) {
+        if let expiresAt = admitted.expiresAt, let delay = Self.delay(until: expiresAt) {
+            expiryTimer = loop.scheduleTask(in: delay) {
                 output.close(code: CloseCode.tokenExpired, reason: "token expired")
             }
         }
+    }
+
+    /// The wait until a token expires, for the close timer; nil when that is further off than a
+    /// century (or no time at all). A token's `exp` is whatever its issuer wrote: a "never" such
+    /// as 99999999999999999 is more milliseconds than an `Int64` holds (the conversion traps),
+    /// and no socket lives a century.
+    static func delay(until expiresAt: Date, now: Date = Date()) -> TimeAmount? {
+        let seconds = expiresAt.timeIntervalSince(now)
+        guard seconds < 100 * 365 * 86_400 else { return nil }
+        return .milliseconds(Int64(max(0, seconds) * 1000))
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -15,6 +15,22 @@ struct TokenAuthTests {
         return p.log.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last.map(String.init) ?? ""
     }
 
+    /// An issuer's "never", written as a row of nines: a token whose `exp` is 10^17 seconds off
+    /// opens a socket that works, and the node stays up (the wait for its close timer, in
+    /// milliseconds, overflowed an Int64 and stopped the process).
+    @Test func aTokenThatNeverExpiresOpensASocket() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret])
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("forever")
+        let token = try await TestTokens.mint(user: user, ttl: 1e17, secret: Self.secret)
+        let s = try await TestSocket.connect(port: warren.port, query: "token=\(token)", name: user)
+        _ = try await s.request(##"{"op":"sub","id":"s","pattern":"room.\##(user)"}"##, expect: "subscribed")
+        _ = try await s.request(##"{"op":"pub","route":"room.\##(user)","body":"still here","cid":"c"}"##, expect: "puback")
+        #expect(try await s.next(op: "msg").env?["body"]?.stringValue == "still here")
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/healthz").status == 200)
+        await s.close()
+    }
+
     @Test func tokensFromTheCLIAuthenticateAndExpireDuringTheSocket() async throws {
         // Trace logging, so a token that reached any log line would show; no leeway, so expiry is prompt.
         let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,
