@@ -12,7 +12,7 @@ struct Token: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         guard RouteKey.isValidWord(user) else { throw ValidationError("--user must be a word of [A-Za-z0-9_-]") }
-        guard let seconds = DurationText.seconds(ttl).map(TimeInterval.init) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d") }
+        guard let seconds = DurationText.seconds(ttl).map(TimeInterval.init) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d (at most 36500d)") }
         let authority: TokenAuthority
         do { authority = try await config.auth.makeAuthority() } catch {
             throw ValidationError("cannot sign tokens: \(error) (HS256: set auth.secret or WARREN_AUTH_SECRET; RS256/ES256: auth.private_key_file)")

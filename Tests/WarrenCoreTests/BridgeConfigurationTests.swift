@@ -111,6 +111,8 @@ import Testing
         #expect(defaults.store.enabled && defaults.store.url == "sqlite://warren.sqlite" && defaults.store.maxAgeSeconds == 90 * 86_400)
         for (text, key) in [("url = \"mysql://x\"", "store.url"), ("patterns = [\"a..b\"]", "store.patterns"),
                             ("skip_types = [\"not a type\"]", "store.skip_types"), ("max_age = \"forever\"", "store.max_age"),
+                            // Past a hundred years, and so many days that the seconds overflow (it trapped).
+                            ("max_age = \"36501d\"", "store.max_age"), ("max_age = \"999999999999999d\"", "store.max_age"),
                             ("max_page = 0", "store.max_page"), ("queue = \"amq.x\"", "store.queue"), ("patterns = []", "store.patterns")] {
             do {
                 _ = try BridgeConfiguration.parse("[store]\n\(text)\n")
@@ -120,6 +122,15 @@ import Testing
             }
         }
         #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("", environment: ["WARREN_STORE_URL": "sqlite://"]) }
+        #expect(try BridgeConfiguration.parse("[store]\nmax_age = \"36500d\"\n").store.maxAgeSeconds == DurationText.longestSeconds)
+    }
+
+    @Test func durationsAreBoundedAndNeverOverflow() {
+        #expect(DurationText.seconds("90s") == 90 && DurationText.seconds("30m") == 1800 && DurationText.seconds("7d") == 604_800)
+        #expect(DurationText.seconds("876000h") == DurationText.longestSeconds)
+        for text in ["0s", "-5m", "5", "5w", "", "d", "36501d", "3153600001s", "999999999999999d", "\(Int.max)s", "\(Int.max / 60 + 1)m"] {
+            #expect(DurationText.seconds(text) == nil, "\(text)")
+        }
     }
 }
 

@@ -325,7 +325,7 @@ public struct BridgeConfiguration: Sendable {
         }
         let maxAge = try source.string("store", "max_age", default: "90d")
         guard let maxAgeSeconds = DurationText.seconds(maxAge), maxAgeSeconds >= 60 else {
-            throw source.error("store", "max_age", "must be a duration of at least a minute, like 90d, 12h or 30m")
+            throw source.error("store", "max_age", "must be a duration from a minute to a hundred years, like 90d, 12h or 30m")
         }
         config.store.maxAgeSeconds = maxAgeSeconds
         config.store.maxPage = try source.int("store", "max_page", default: config.store.maxPage, range: 1...10_000)
