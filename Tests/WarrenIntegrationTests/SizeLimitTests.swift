@@ -33,16 +33,9 @@ struct SizeLimitTests {
         let warren = try await WarrenInstance.start(["WARREN_LIMITS_MAX_MESSAGE_BYTES": "1024"])
         defer { Task { await warren.stop() } }
         let user = uniqueUser("svc"), room = "room.\(uniqueUser("big"))"
-        func subscribed() async throws -> TestSocket {
-            let s = try await warren.socket(user, device: "d")
-            _ = try await s.request(##"{"op":"sub","id":"in","pattern":"#.\##(user).#","mode":"inbox"}"##, expect: "subscribed")
-            _ = try await s.request(##"{"op":"sub","id":"room","pattern":"\##(room)"}"##, expect: "subscribed")
-            return s
-        }
-        let s = try await subscribed()
-        let amqp = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+        let s = try await warren.socketWithInboxAndRoom(user, room: room)
+        let (amqp, channel) = try await WarrenInstance.amqpChannel()
         defer { Task { await amqp.close() } }
-        let channel = try await amqp.openChannel()
         let big = String(repeating: "x", count: 4096)
         for (key, body) in [("svc.\(user)", big), (room, big), ("svc.\(user)", "inbox sentinel"), (room, "room sentinel")] {
             try await channel.publish(body, exchange: warren.exchange, routingKey: key,
@@ -61,7 +54,7 @@ struct SizeLimitTests {
         await s.close()
 
         // Back again: nothing waits in the inbox (a sentinel published now is the first delivery).
-        let again = try await subscribed()
+        let again = try await warren.socketWithInboxAndRoom(user, room: room)
         try await channel.publish("back", exchange: warren.exchange, routingKey: "svc.\(user)",
                                   properties: BasicProperties(contentType: "text/plain", appID: "svc"))
         #expect(try await again.next(op: "msg").env?["body"]?.stringValue == "back")

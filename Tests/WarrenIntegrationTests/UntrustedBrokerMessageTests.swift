@@ -12,16 +12,9 @@ struct UntrustedBrokerMessageTests {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }
         let user = uniqueUser("svc"), room = "room.\(uniqueUser("odd"))", inbox = "svc.\(user)"
-        func subscribed() async throws -> TestSocket {
-            let s = try await warren.socket(user, device: "d")
-            _ = try await s.request(##"{"op":"sub","id":"in","pattern":"#.\##(user).#","mode":"inbox"}"##, expect: "subscribed")
-            _ = try await s.request(##"{"op":"sub","id":"room","pattern":"\##(room)"}"##, expect: "subscribed")
-            return s
-        }
-        let s = try await subscribed()
-        let amqp = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+        let s = try await warren.socketWithInboxAndRoom(user, room: room)
+        let (amqp, channel) = try await WarrenInstance.amqpChannel()
         defer { Task { await amqp.close() } }
-        let channel = try await amqp.openChannel()
         let marked = BasicProperties(messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d31", appID: EnvelopeAMQPMapping.appID)
         // Envelope-shaped, under the mark, but its id is not the message's message_id.
         let copiedID = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d32"
@@ -54,7 +47,7 @@ struct UntrustedBrokerMessageTests {
 
         // Every inbox delivery was settled by the client's ack: a message published now is the
         // first thing the inbox hands out when the user is back.
-        let again = try await subscribed()
+        let again = try await warren.socketWithInboxAndRoom(user, room: room)
         try await channel.publish("back", exchange: warren.exchange, routingKey: inbox, properties: BasicProperties(appID: "svc"))
         #expect(try await again.next(op: "msg").env?["body"]?.stringValue == "back")
         await again.close()

@@ -38,6 +38,21 @@ struct WarrenInstance {
         return try await TestSocket.connect(port: port, query: query, name: user)
     }
 
+    /// A socket of `user` (device `d`) subscribed to its inbox (`in`: every route naming the user)
+    /// and to `room` live (`room`).
+    func socketWithInboxAndRoom(_ user: String, room: String) async throws -> TestSocket {
+        let s = try await socket(user, device: "d")
+        _ = try await s.request(##"{"op":"sub","id":"in","pattern":"#.\##(user).#","mode":"inbox"}"##, expect: "subscribed")
+        _ = try await s.request(##"{"op":"sub","id":"room","pattern":"\##(room)"}"##, expect: "subscribed")
+        return s
+    }
+
+    /// A channel on a plain AMQP connection to the tests' broker (the connection closes with the process).
+    static func amqpChannel() async throws -> (AMQPConnection, AMQPChannel) {
+        let amqp = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: brokerURL))
+        return (amqp, try await amqp.openChannel())
+    }
+
     /// Stops the process (SIGTERM) and returns its exit status.
     @discardableResult
     func stop() async -> Int32? {
