@@ -10,7 +10,8 @@
 /// the next smallest publishes them with its own). When a user's last entries on two nodes end at once, each
 /// node believes the other still holds her and neither publishes: the leave each announces says
 /// so, and the live node with the smallest id that hears such a leave and finds the entry
-/// present nowhere publishes it. When a user arrives on one node as she leaves another, the
+/// present nowhere publishes it (the others keep it owed by that node, as for a vanished node's
+/// leaves). When a user arrives on one node as she leaves another, the
 /// arriving node believes she is still there and publishes no join, and the leaving node
 /// believes she is gone nowhere else and publishes the leave: the join it then hears, said
 /// to be unpublished, it publishes itself.
@@ -22,9 +23,10 @@ public struct PresenceBook: Sendable {
     /// The leaves this node published, and when (ms): an unpublished join from another node
     /// that crossed one of them is this node's to publish. Kept for the timeout.
     public private(set) var publishedLeaves: [PresenceEntry: Int64] = [:]
-    /// Leaves of a vanished node that another, smaller node was to publish, with that node and
-    /// when (ms): published here if that node vanishes too before it is heard from again
-    /// ``takeoverGrace`` later (by then it has published them).
+    /// Leaves that another, smaller node was to publish (a vanished node's, or ones two nodes
+    /// left unpublished at once), with that node and when (ms): published here if that node
+    /// vanishes too before it is heard from again ``takeoverGrace`` later (by then it has
+    /// published them).
     public private(set) var owedByOthers: [PresenceEntry: (by: String, since: Int64)] = [:]
     /// How long after this node gave a vanished node's leaves to another node a word from that
     /// node shows it was alive to publish them (nodes expire on their own one-second ticks).
@@ -106,7 +108,13 @@ public struct PresenceBook: Sendable {
             guard publishedLeaves.removeValue(forKey: entry) != nil, !wasPublished, local[entry] == nil else { return nil }
             return .join(entry)
         }
-        guard !wasPublished, local[entry] == nil, !elsewhere(entry), remote.keys.allSatisfy({ node < $0 }) else { return nil }
+        guard !wasPublished, local[entry] == nil, !elsewhere(entry) else { return nil }
+        // The smallest node publishes it; another keeps it owed by that node, in case that node
+        // vanishes before it is heard from again (its leaves are then published with its own).
+        if let smallest = remote.keys.min(), smallest < node {
+            owedByOthers[entry] = (smallest, now)
+            return nil
+        }
         publishedLeaves[entry] = now
         return .leave(entry)
     }
