@@ -13,8 +13,8 @@ import Testing
         for ts in [Int64.min, Int64.min + 1, -10_000_000_000_000, -1, 0, now - 5, now, now + 1, Int64.max] {
             metrics.delivered(route, .ws, count: 1, bytes: 10, acceptedAtMilliseconds: ts, now: now)
         }
-        // Nine deliveries counted, their latencies in the histogram: four of them (the far past)
-        // above every bucket, so the p50 is the top bucket's "more than" (-1).
+        // Nine deliveries counted, their latencies in the histogram: five of them (1970 and
+        // before) above every bucket, so the p99 is the top bucket's "more than" (-1).
         let stats = try? JSONParser.parse(metrics.statsJSON())
         let cells = stats?["routes"]?["other"]
         #expect(cells?["messages"]?["ws_out"]?.intValue == 9, "\(String(decoding: metrics.statsJSON(), as: UTF8.self))")
