@@ -7,17 +7,28 @@ struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: "Path to bridge.toml.")
     var config: String = "bridge.toml"
 
+    /// The configuration; a file that cannot be read or is invalid ends the command with the
+    /// reason on standard error and exit status 78 (`EX_CONFIG`): not a usage error, so no
+    /// usage text follows it.
     func load() throws -> BridgeConfiguration {
         let text: String
         do {
             text = try String(contentsOfFile: config, encoding: .utf8)
         } catch {
-            throw ValidationError("cannot read \(config): \(error.localizedDescription)")
+            throw Self.fail("cannot read \(config): \(error.localizedDescription)")
         }
         do {
             return try BridgeConfiguration.parse(text, environment: ProcessInfo.processInfo.environment)
         } catch {
-            throw ValidationError("invalid configuration in \(config): \(error)")
+            throw Self.fail("invalid configuration in \(config): \(error)")
         }
+    }
+
+    /// `EX_CONFIG` from sysexits.h.
+    static let configurationError = ExitCode(78)
+
+    private static func fail(_ reason: String) -> ExitCode {
+        FileHandle.standardError.write(Data("Error: \(reason)\n".utf8))
+        return configurationError
     }
 }

@@ -28,9 +28,10 @@ struct OperationsTests {
         try config.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let check = try WarrenProcess(["check", "--config", file.path])
-        let status = await check.waitForExit()
-        #expect(status != 0 && status != nil)
+        // EX_CONFIG, with the reason and no usage text (it is not a usage error).
+        #expect(await check.waitForExit() == 78)
         #expect(check.log.contains(key), "\(check.log)")
+        #expect(!check.log.contains("Usage:"), "\(check.log)")
     }
 
     @Test func checkAcceptsTheShippedConfig() async throws {
