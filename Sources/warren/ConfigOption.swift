@@ -27,7 +27,8 @@ struct ConfigOption: ParsableArguments {
     /// `EX_CONFIG` from sysexits.h.
     static let configurationError = ExitCode(78)
 
-    private static func fail(_ reason: String) -> ExitCode {
+    /// Writes `Error: <reason>` to standard error; the status to end the command with.
+    static func fail(_ reason: String) -> ExitCode {
         FileHandle.standardError.write(Data("Error: \(reason)\n".utf8))
         return configurationError
     }

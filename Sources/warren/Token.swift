@@ -15,10 +15,10 @@ struct Token: AsyncParsableCommand {
         guard let seconds = DurationText.seconds(ttl).map(TimeInterval.init) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d (at most 36500d)") }
         let authority: TokenAuthority
         do { authority = try await config.auth.makeAuthority() } catch {
-            throw ValidationError("cannot sign tokens: \(error) (HS256: set auth.secret or WARREN_AUTH_SECRET; RS256/ES256: auth.private_key_file)")
+            throw ConfigOption.fail("cannot sign tokens: \(error) (HS256: set auth.secret or WARREN_AUTH_SECRET; RS256/ES256: auth.private_key_file)")
         }
         guard authority.canMint else {
-            throw ValidationError("\(config.auth.algorithm.rawValue) needs auth.private_key_file to sign tokens")
+            throw ConfigOption.fail("\(config.auth.algorithm.rawValue) needs auth.private_key_file to sign tokens")
         }
         print(try await authority.mint(user: user, ttl: seconds))
     }

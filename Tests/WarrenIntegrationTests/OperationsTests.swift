@@ -38,4 +38,14 @@ struct OperationsTests {
         let check = try WarrenProcess(["check", "--config", "bridge.toml"])
         #expect(await check.waitForExit() == 0, "\(check.log)")
     }
+
+    /// `warren token` without a key to sign with is a configuration error too: EX_CONFIG and
+    /// the reason, no usage text.
+    @Test func tokenWithoutAKeyIsAConfigurationError() async throws {
+        let token = try WarrenProcess(["token", "--config", "bridge.toml", "--user", "alice"],
+                                      environment: ["WARREN_AUTH_MODE": "none", "WARREN_AUTH_SECRET": ""])
+        #expect(await token.waitForExit() == 78)
+        #expect(token.log.contains("cannot sign tokens"), "\(token.log)")
+        #expect(!token.log.contains("Usage:"), "\(token.log)")
+    }
 }
