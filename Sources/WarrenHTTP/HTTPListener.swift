@@ -44,8 +44,9 @@ struct HTTPListener: Service {
             server = try await ServerBootstrap(group: group)
                 .serverChannelOption(ChannelOptions.backlog, value: 256)
                 .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .serverChannelInitializer { channel in
+                .serverChannelInitializer { [logger] channel in
                     channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(logger: logger))
                         try channel.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: channel))
                     }
                 }

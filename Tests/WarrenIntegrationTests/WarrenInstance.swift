@@ -11,7 +11,8 @@ struct WarrenInstance {
 
     static let brokerURL = ProcessInfo.processInfo.environment["WARREN_TEST_AMQP_URL"] ?? "amqp://guest:guest@127.0.0.1:5672/%2f"
 
-    static func start(_ extra: [String: String] = [:], exchange: String? = nil) async throws -> WarrenInstance {
+    /// `openFiles`: the process's descriptor limit (set with util-linux's `prlimit`).
+    static func start(_ extra: [String: String] = [:], exchange: String? = nil, openFiles: Int? = nil) async throws -> WarrenInstance {
         let port = try freePort()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let exchange = exchange ?? "test.chat.\(suffix)"
@@ -24,7 +25,11 @@ struct WarrenInstance {
                    // The store has tests of its own (StoreTests), each with its own database and queue.
                    "WARREN_STORE_ENABLED": "false"]
         for (k, v) in extra { env[k] = v }
-        let process = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: env)
+        let serve = ["serve", "--config", "bridge.toml"]
+        let process = try openFiles.map {
+            try WarrenProcess(["--nofile=\($0):\($0)", WarrenProcess.binary.path] + serve, environment: env,
+                              executable: URL(fileURLWithPath: "/usr/bin/prlimit"))
+        } ?? WarrenProcess(serve, environment: env)
         guard await process.waitForLog("warren is ready") else {
             process.terminate()
             throw SocketError(description: "warren did not become ready:\n\(process.log)")
