@@ -60,6 +60,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var lastActive = NIODeadline.now()
     /// ``takeRequests(_:)`` is running (an answer written from inside it must not re-enter it).
     private var taking = false
+    /// The client closed its side: once nothing is being answered, the connection closes.
+    private var clientClosed = false
 
     init(_ door: PollConnectionContext, handOn: @escaping HandOn) {
         self.door = door
@@ -106,7 +108,20 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         if !handedOn, event is ChannelShouldQuiesceEvent {
             if current == nil { context.close(promise: nil) } else { closeAfterAnswer = true }
         }
+        if !handedOn, let event = event as? ChannelEvent, event == .inputClosed { inputClosed(context) }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// The client closed its side of the connection. It can ask nothing more, so the connection
+    /// closes now unless an answer is being made (a publish, a new session: written, then
+    /// closed). A parked poll is a client gone, as nginx takes it (a client abort): closing
+    /// answers it with nothing taken (``channelInactive(context:)``), so what arrives meanwhile
+    /// stays buffered for the session's next poll instead of going to a socket nobody reads.
+    /// Left open, such a connection sat in CLOSE_WAIT, holding its descriptor, until the head
+    /// timeout, `http.idle_timeout` or the poll's `wait`.
+    private func inputClosed(_ context: ChannelHandlerContext) {
+        clientClosed = true
+        if current == nil || parked != nil { context.close(promise: nil) }
     }
 
     // MARK: requests
@@ -242,6 +257,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if current != nil {
                 parked = (output, id)
                 current!.bytes = ByteBuffer()
+                // Readied in a task, the poll parks after its client went.
+                if clientClosed { context.close(promise: nil) }
             }
         }
     }
@@ -399,6 +416,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             return
         }
         takeRequests(context)
+        // What the client sent before closing its side is answered; then the connection closes.
+        if clientClosed, current == nil, !handedOn { context.close(promise: nil) }
     }
 
     /// The statuses the poll path answers with, and their reason phrases.

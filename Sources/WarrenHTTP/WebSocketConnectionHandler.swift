@@ -111,6 +111,11 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent { output?.close(code: CloseCode.goingAway, reason: "server shutting down") }
+        // The client closed its side of the connection (a tab killed, a phone's network torn
+        // down, a client that dropped TCP without a close frame): it will send nothing more, not
+        // even a pong, so the session ends now rather than at the next unanswered ping — its
+        // presence goes, its inbox deliveries go back to RabbitMQ, its descriptor is freed.
+        if let event = event as? ChannelEvent, event == .inputClosed { context.close(promise: nil) }
         context.fireUserInboundEventTriggered(event)
     }
 
