@@ -20,9 +20,20 @@ final class AcceptPauseHandler: ChannelInboundHandler {
 
     private let logger: Logger
     private var paused = false
+    /// Accepts that failed since the last that worked: the first is logged, and the count
+    /// when accepting works again (not a line every pause while the node stays at its limit).
+    private var failures = 0
 
     init(logger: Logger) {
         self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if failures > 0 {
+            logger.info("accepting connections again", metadata: ["failedAccepts": "\(failures)"])
+            failures = 0
+        }
+        context.fireChannelRead(data)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -31,8 +42,11 @@ final class AcceptPauseHandler: ChannelInboundHandler {
             return context.fireErrorCaught(error)
         }
         paused = true
-        logger.warning("cannot accept a connection; accepting again in \(Self.pause.nanoseconds / 1_000_000) ms",
-                       metadata: ["error": "\(error)"])
+        failures += 1
+        if failures == 1 {
+            logger.warning("cannot accept a connection; pausing accepts \(Self.pause.nanoseconds / 1_000_000) ms at a time until one works",
+                           metadata: ["error": "\(error)"])
+        }
         try? options.setOption(.autoRead, value: false)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: Self.pause) {

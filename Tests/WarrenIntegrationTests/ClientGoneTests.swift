@@ -117,6 +117,8 @@ struct ClientGoneTests {
             if !ready { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(ready, "accepting again once descriptors came free")
+        #expect(await warren.process.waitForLog("accepting connections again", timeout: Self.deadline))
+        #expect(warren.process.log.components(separatedBy: "cannot accept a connection").count == 2, "one line per spell at the limit")
     }
 
     /// User and system CPU of a process, in clock ticks (100 a second).
