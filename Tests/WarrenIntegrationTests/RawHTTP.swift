@@ -7,22 +7,6 @@ import Testing
 /// A raw TCP client: writes whatever bytes it is given and collects the answer until the
 /// server closes or `timeout` passes.
 enum RawHTTP {
-    final class Collect: ChannelInboundHandler, @unchecked Sendable {
-        typealias InboundIn = ByteBuffer
-        let box: NIOLockedValueBox<[UInt8]>
-        let closed: EventLoopPromise<Void>
-        init(box: NIOLockedValueBox<[UInt8]>, closed: EventLoopPromise<Void>) {
-            self.box = box
-            self.closed = closed
-        }
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            let b = unwrapInboundIn(data)
-            box.withLockedValue { $0 += b.readableBytesView }
-        }
-        func channelInactive(context: ChannelHandlerContext) { closed.succeed() }
-        func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
-    }
-
     struct Answer {
         var text: String
         var closedByServer: Bool
@@ -38,7 +22,7 @@ enum RawHTTP {
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: loop)
-                .channelInitializer { $0.pipeline.addHandler(Collect(box: box, closed: closed)) }
+                .channelInitializer { $0.pipeline.addHandler(RawConnection.Watch(box: box, ended: closed)) }
                 .connect(host: "127.0.0.1", port: port).get()
         } catch {
             closed.succeed()
