@@ -38,6 +38,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         case create
         case publish
         case webSocket
+        /// A body over the limit that the client has not sent yet (it waits for `100 Continue`).
+        case tooLarge
     }
 
     /// Sets up hummingbird's pipeline behind this handler (on the loop).
@@ -62,6 +64,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var taking = false
     /// The client closed its side: once nothing is being answered, the connection closes.
     private var clientClosed = false
+    /// `100 Continue` was written for the request whose body is awaited.
+    private var continued = false
 
     init(_ door: PollConnectionContext, handOn: @escaping HandOn) {
         self.door = door
@@ -139,8 +143,23 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             case .other: return handOn(context)
             case .head(let h): head = h
             }
-            guard let taken = take(head) else { return handOn(context) }
-            guard pending.readableBytes >= head.length + head.contentLength else { return }  // the body is on its way
+            guard let taken = take(head) else {
+                // The router answers it, and never sends `100 Continue`: said here for the first
+                // request (later ones on a connection the router took wait for the client's timeout).
+                continueIfAwaited(context, head)
+                return handOn(context)
+            }
+            if case .tooLarge = taken {
+                // Refused before the client sends the body; it may not wait, so nothing more is read.
+                current = (head, ByteBuffer())
+                closeAfterAnswer = true
+                return fail(context, door.routes.support.tooLarge)
+            }
+            guard pending.readableBytes >= head.length + head.contentLength else {
+                // The body is on its way, or waits for our word.
+                return continueIfAwaited(context, head)
+            }
+            continued = false
             let bytes = pending.readSlice(length: head.length + head.contentLength)!
             // Nothing here keeps the read buffer's storage once a request is taken (a parked
             // poll would hold kilobytes of it, and the channel could not reuse it).
@@ -158,8 +177,19 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             case .webSocket:
                 current!.bytes = ByteBuffer()
                 upgrade(context, head)
+            case .tooLarge:
+                break
             }
         }
+    }
+
+    /// Writes `100 Continue` once for a request whose client holds its body back until told
+    /// (RFC 9110 §10.1.1), when the body has not come yet.
+    private func continueIfAwaited(_ context: ChannelHandlerContext, _ head: RawRequestHead) {
+        guard head.expectsContinue, !continued, pending.readableBytes < head.length + head.contentLength,
+              context.channel.isActive else { return }
+        continued = true
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
     }
 
     private func take(_ head: RawRequestHead) -> Taken? {
@@ -169,15 +199,19 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         var target = head.target
         // On the contiguous bytes: index-by-index work on `String.UTF8View` showed in poll profiles.
         return target.withUTF8 { path -> Taken? in
+            // A body over the limit: refused at once if the client waits for `100 Continue`;
+            // otherwise the router reads it up to the limit and answers 413.
+            let fits = head.contentLength <= door.maxBodyBytes
             if path.starts(with: "/v1/messages".utf8) {
                 let rest = path[12...]
-                return head.method == .post && head.contentLength <= door.maxBodyBytes && (rest.isEmpty || rest.first == UInt8(ascii: "?"))
-                    ? .publish : nil
+                guard head.method == .post, rest.isEmpty || rest.first == UInt8(ascii: "?") else { return nil }
+                return fits ? .publish : head.expectsContinue ? .tooLarge : nil
             }
             guard path.starts(with: "/v1/poll".utf8) else { return nil }
             let rest = path[8...].prefix { $0 != UInt8(ascii: "?") }
             if rest.isEmpty {
-                return head.method == .post && head.contentLength <= door.maxBodyBytes ? .create : nil
+                guard head.method == .post else { return nil }
+                return fits ? .create : head.expectsContinue ? .tooLarge : nil
             }
             guard head.method == .get, head.contentLength == 0, rest.first == UInt8(ascii: "/") else { return nil }
             let session = rest.dropFirst()

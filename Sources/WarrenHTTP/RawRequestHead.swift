@@ -3,7 +3,7 @@ import NIOCore
 /// The head of an HTTP/1.1 request as far as ``PollConnectionHandler`` needs it, read from the
 /// raw bytes: method, target, and the few fields that decide whether the poll path may take
 /// the request, or whether it is a WebSocket handshake (RFC 6455 §4.2.1). Anything it is not
-/// sure of (another HTTP version, a `Transfer-Encoding`, an `Expect`, an `Upgrade` that is not
+/// sure of (another HTTP version, a `Transfer-Encoding`, an `Expect` other than `100-continue`, an `Upgrade` that is not
 /// a complete version-13 WebSocket handshake, a folded or malformed line, a head over the
 /// limit) is `.other`, and the connection goes to hummingbird's full HTTP/1 parser, which
 /// answers or refuses it.
@@ -25,6 +25,10 @@ struct RawRequestHead: Equatable, Sendable {
     var close = false
     /// Bytes of the head, up to and including the blank line.
     var length: Int
+    /// `Expect: 100-continue`: the client waits for `100 Continue` (or a final answer) before
+    /// it sends the body (curl does for large bodies, older libcurl from 1 KB: without an
+    /// answer it waits a second, then sends anyway).
+    var expectsContinue = false
     /// A WebSocket handshake's `Sec-WebSocket-Key` (the head asks for `Upgrade: websocket`
     /// with `Connection: upgrade` and `Sec-WebSocket-Version: 13`); nil for any other request.
     var webSocketKey: String?
@@ -72,7 +76,11 @@ struct RawRequestHead: Equatable, Sendable {
             switch name.count {
             case 6 where equalsLowercase(name, "origin"):
                 result.hasOrigin = true
-            case 6 where equalsLowercase(name, "expect"), 17 where equalsLowercase(name, "transfer-encoding"):
+            case 6 where equalsLowercase(name, "expect"):
+                // Only the one expectation HTTP/1.1 defines, once.
+                guard !result.expectsContinue, equalsLowercase(value, "100-continue") else { return .other }
+                result.expectsContinue = true
+            case 17 where equalsLowercase(name, "transfer-encoding"):
                 return .other
             case 7 where equalsLowercase(name, "upgrade"):
                 guard !upgrade.asked else { return .other }

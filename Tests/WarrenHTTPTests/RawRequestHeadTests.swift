@@ -27,6 +27,19 @@ struct RawRequestHeadTests {
         #expect(head.method == .post && head.contentLength == 42 && head.close && head.hasOrigin)
     }
 
+    @Test func readsAnExpectationOfContinue() {
+        guard case .head(let head) = parse("POST /v1/messages HTTP/1.1\r\nEXPECT: 100-Continue \r\nContent-Length: 2\r\n\r\n") else {
+            Issue.record("not a head")
+            return
+        }
+        #expect(head.expectsContinue && head.contentLength == 2)
+        guard case .head(let plain) = parse("POST /v1/messages HTTP/1.1\r\nContent-Length: 2\r\n\r\n") else {
+            Issue.record("not a head")
+            return
+        }
+        #expect(!plain.expectsContinue)
+    }
+
     @Test func waitsForTheBlankLine() {
         #expect(parse("GET /v1/poll/abc HTTP/1.1\r\nHost: x\r\n") == .incomplete)
         #expect(parse("GET /v1/po") == .incomplete)
@@ -36,7 +49,8 @@ struct RawRequestHeadTests {
     @Test(arguments: [
         "GET /v1/poll/a HTTP/1.0\r\n\r\n",
         "GET /v1/poll/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-        "POST /v1/poll HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+        "POST /v1/poll HTTP/1.1\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n",
+        "POST /v1/poll HTTP/1.1\r\nExpect: 100-continue\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
         "GET /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
         "GET /v1/ws HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n",
         "GET /v1/ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 8\r\n\r\n",

@@ -226,6 +226,29 @@ struct PollingTests {
         await sender.close()
     }
 
+    /// A client that sends `Expect: 100-continue` (curl for large bodies, older libcurl from
+    /// 1 KB) holds its body back until told: it is told at once (RFC 9110 §10.1.1), not left to
+    /// its own timeout (a second, for curl), and a body over the limit is refused before it is sent.
+    @Test func aClientWaitingFor100ContinueIsToldAtOnce() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice")
+        let body = #"{"route":"room.expect","body":"held back"}"#
+        let publish = try await RawConnection.open(port: warren.port)
+        try await publish.send("POST /v1/messages?user=\(alice) HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        #expect(await publish.received("HTTP/1.1 100 Continue\r\n\r\n", within: .seconds(30)), "\(publish.text)")
+        try await publish.send(body)
+        #expect(await publish.received("HTTP/1.1 202", within: .seconds(30)), "\(publish.text)")
+        await publish.drop()
+
+        let tooLarge = try await RawConnection.open(port: warren.port)
+        try await tooLarge.send("POST /v1/poll?user=\(alice) HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(8 << 20)\r\n\r\n")
+        #expect(await tooLarge.received("\"too_large\"", within: .seconds(30)), "\(tooLarge.text)")
+        #expect(tooLarge.text.hasPrefix("HTTP/1.1 413") && !tooLarge.text.contains("100 Continue"), "\(tooLarge.text)")
+        #expect(await tooLarge.closedByServer(within: .seconds(30)))
+    }
+
     @Test func badHTTPInputGetsTheDocumentedStatus() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }
