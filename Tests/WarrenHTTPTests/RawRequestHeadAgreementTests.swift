@@ -49,7 +49,7 @@ struct RawRequestHeadAgreementTests {
         case 3:
             // A whole field after the request line.
             guard let lineEnd = bytes.firstIndex(of: 10) else { return }
-            let value = ["5", "0", "chunked", "close", "1, 2", "+3", "", " 7 "][Int(rng.next() % 8)]
+            let value = ["5", "0", "chunked", "close", "1, 2", "+3", "", " 7 ", "100-continue"][Int(rng.next() % 9)]
             bytes.insert(contentsOf: Array("\(names[Int(rng.next() % UInt64(names.count))]): \(value)\r\n".utf8), at: lineEnd + 1)
         default:
             // Bytes after the head: a body, or a next request.
