@@ -31,20 +31,20 @@ public enum HTTPFrontend {
         polls.register(on: router)
         StoreRoutes(link: link, support: polls.support).register(on: router)
         PresenceRoutes(link: link, support: polls.support).register(on: router)
-        router.get("healthz") { _, _ in "ok\n" }
-        router.get("metrics") { _, _ -> Response in
+        readOnly(router, "healthz") { Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ok\n"))) }
+        readOnly(router, "metrics") {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.prometheusText())))
         }
-        router.get("v1/stats") { _, _ -> Response in
+        readOnly(router, "v1/stats") {
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.statsJSON())))
         }
-        router.get("dashboard") { _, _ in
+        readOnly(router, "dashboard") {
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(string: DashboardPage.html)))
         }
-        router.get("readyz") { _, _ -> Response in
+        readOnly(router, "readyz") {
             link.isReady
                 ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
                 : Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "not ready\n")))
@@ -68,12 +68,12 @@ public enum HTTPFrontend {
             }
             return errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
         }
-        router.get("/warren.js") { _, _ in
+        readOnly(router, "/warren.js") {
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
                      body: .init(byteBuffer: ClientScript.bytes))
         }
         if configuration.demo {
-            router.get("/") { _, _ in
+            readOnly(router, "/") {
                 Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
                          body: .init(byteBuffer: ByteBuffer(string: DemoPage.html)))
             }
@@ -125,6 +125,16 @@ public enum HTTPFrontend {
             response.headers[.server] = "warren"
             try await responseWriter.write(response: response.head, body: response.body)
         }
+    }
+
+    /// A read-only endpoint, answered to GET and to HEAD (its head alone): RFC 9110 §9.3.2 asks
+    /// every server for HEAD, and load balancers and uptime checks probe with it. Only these:
+    /// hummingbird's HEAD for every GET route would answer a HEAD of a poll by taking its
+    /// messages and dropping them with the body.
+    static func readOnly(_ router: Router<BasicRequestContext>, _ path: RouterPath,
+                         _ respond: @escaping @Sendable () -> Response) {
+        router.get(path) { _, _ in respond() }
+        router.head(path) { _, _ in respond().createHeadResponse() }
     }
 
     static func errorResponse(_ status: Int, _ code: ErrorCode, _ message: String) -> Response {

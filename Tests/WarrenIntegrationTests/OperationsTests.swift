@@ -39,6 +39,33 @@ struct OperationsTests {
         #expect(await check.waitForExit() == 0, "\(check.log)")
     }
 
+    /// Load balancers and uptime checks probe with HEAD (RFC 9110 asks every server for it):
+    /// the read-only endpoints answer it with their head alone, keep-alive framing intact. A
+    /// HEAD of a poll is no poll: it takes nothing.
+    @Test func readOnlyEndpointsAnswerHEAD() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        for path in ["/healthz", "/readyz", "/metrics", "/v1/stats", "/dashboard", "/warren.js", "/"] {
+            let c = try await RawConnection.open(port: warren.port)
+            // The GET behind the HEAD shows the HEAD's answer had no body to misframe it.
+            try await c.send("HEAD \(path) HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(await c.received("ok\n", within: .seconds(30)), "\(path): \(c.text)")
+            let heads = c.text.components(separatedBy: "HTTP/1.1 ").dropFirst()
+            #expect(heads.count == 2 && heads.allSatisfy { $0.hasPrefix("200") }, "\(path): \(c.text)")
+            await c.drop()
+        }
+        let alice = uniqueUser("alice")
+        let room = "room.head\(UUID().uuidString.prefix(6).lowercased())"
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
+        let id = try await poller.publish(#"{"route":"\#(room)","body":"kept"}"#)["id"]?.stringValue
+        let c = try await RawConnection.open(port: warren.port)
+        try await c.send("HEAD /v1/poll/\(poller.session)?user=\(alice)&wait=0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(await c.closedByServer(within: .seconds(30)))
+        #expect(!c.text.hasPrefix("HTTP/1.1 200"), "\(c.text)")
+        let next = try await poller.poll(wait: 20)
+        #expect(next.messages.map { $0["env"]?["id"]?.stringValue } == [id], "\(next.messages)")
+    }
+
     /// `warren token` without a key to sign with is a configuration error too: EX_CONFIG and
     /// the reason, no usage text.
     @Test func tokenWithoutAKeyIsAConfigurationError() async throws {
