@@ -37,7 +37,8 @@ final class AcceptPauseHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // Any other error closes the listening socket (NIO decides which are recoverable).
+        // Only a failed accept pauses (NIO closes the listening socket itself on the errors it
+        // cannot recover from); anything else goes on down the pipeline.
         guard error is IOError, !paused, context.channel.isActive, let options = context.channel.syncOptions else {
             return context.fireErrorCaught(error)
         }
