@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOExtras
+import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import ServiceLifecycle
@@ -85,7 +86,10 @@ struct HTTPListener: Service {
         let logger = self.logger
         try pipeline.addHandler(PollConnectionHandler(polls) { channel in
             http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
-                try channel.pipeline.syncOperations.addHandler(CloseOnErrorHandler())
+                let pipeline = channel.pipeline.syncOperations
+                let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+                try pipeline.addHandler(ConnectionPersistenceHandler(), position: .after(decoder))
+                try pipeline.addHandler(CloseOnErrorHandler())
                 Task { await http1.handle(value: value, logger: logger) }
             }
         })

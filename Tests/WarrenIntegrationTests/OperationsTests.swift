@@ -66,6 +66,28 @@ struct OperationsTests {
         #expect(next.messages.map { $0["env"]?["id"]?.stringValue } == [id], "\(next.messages)")
     }
 
+    /// An HTTP/1.0 request (Nagios' `check_http`, a health script over `nc`, an HTTP/1.0 load
+    /// balancer check: each reads its answer to the connection's end) and `Connection: Close`
+    /// in any case are answered, then the connection closes. Hummingbird kept both open until
+    /// `http.idle_timeout` (set far beyond the deadline here).
+    @Test func http10AndConnectionCloseEndTheirConnection() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600"])
+        defer { Task { await warren.stop() } }
+        let body = #"{"route":"room.ten","body":"hi"}"#
+        let requests = [
+            "GET /healthz HTTP/1.0\r\n\r\n",
+            "GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+            "POST /v1/messages?user=\(uniqueUser("ten")) HTTP/1.0\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)",
+            "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n",
+        ]
+        for request in requests {
+            let c = try await RawConnection.open(port: warren.port)
+            try await c.send(request)
+            #expect(await c.closedByServer(within: .seconds(30)), "\(request): \(c.text)")
+            #expect(c.text.hasPrefix("HTTP/1.1 20"), "\(request): \(c.text)")
+        }
+    }
+
     /// `warren token` without a key to sign with is a configuration error too: EX_CONFIG and
     /// the reason, no usage text.
     @Test func tokenWithoutAKeyIsAConfigurationError() async throws {
