@@ -5,11 +5,12 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 import WarrenCore
 import WarrenHTTP
 import WarrenStore
 
-/// `warren serve` (the default): runs the bridge until SIGINT or SIGTERM.
+/// `warren serve` (the default): runs the bridge until SIGINT or SIGTERM (SIGHUP is ignored).
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the bridge until SIGINT or SIGTERM.")
     @OptionGroup var options: ConfigOption
@@ -55,6 +56,15 @@ struct Serve: AsyncParsableCommand {
                                                            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(config.shutdownGrace)
         groupConfiguration.maximumCancellationDuration = .seconds(2)
+        // SIGHUP asks most daemons to reload (nginx, Centrifugo) and comes when a terminal hangs up; its
+        // default action ended Warren at once, with no drain. Nothing here reloads: it is noted and ignored.
+        let hangUps = await UnixSignalsSequence(trapping: .sighup)
+        let hangUpWatch = Task {
+            for await _ in hangUps {
+                logger.warning("SIGHUP ignored: the configuration is read only at start (restart to apply a change; SIGTERM drains first)")
+            }
+        }
+        defer { hangUpWatch.cancel() }
         do {
             try await ServiceGroup(configuration: groupConfiguration).run()
         } catch {

@@ -88,6 +88,21 @@ struct OperationsTests {
         }
     }
 
+    /// SIGHUP (a reload to most daemons, or a terminal hanging up) is noted and ignored: the
+    /// node serves on, its sockets open. Its default action ended Warren at once, with no drain.
+    @Test func aHangUpSignalIsIgnored() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("hup")
+        let socket = try await warren.socket(alice)
+        try await socket.subscribe("r", "room.hup")
+        kill(warren.process.process.processIdentifier, SIGHUP)
+        #expect(await warren.process.waitForLog("SIGHUP ignored"), "\(warren.process.log)")
+        _ = try await socket.request(#"{"op":"pub","route":"room.hup","body":"still here","cid":"h1"}"#, expect: "puback")
+        #expect(try await socket.next(op: "msg")["env"]?["body"]?.stringValue == "still here")
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/readyz").status == 200)
+    }
+
     /// `warren token` without a key to sign with is a configuration error too: EX_CONFIG and
     /// the reason, no usage text.
     @Test func tokenWithoutAKeyIsAConfigurationError() async throws {
