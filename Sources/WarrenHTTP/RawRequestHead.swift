@@ -54,6 +54,9 @@ struct RawRequestHead: Equatable, Sendable {
     private typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
 
     private static func parse(_ bytes: Bytes, maxHeadBytes: Int, maxFields: Int) -> Parse {
+        // Not a method's first byte (a TLS ClientHello from a client told https:// or wss://, say):
+        // refused at once by the full parser, not left waiting for a blank line until the head timeout.
+        if let first = bytes.first, !isTokenByte(first) { return .other }
         guard let end = headEnd(bytes, limit: maxHeadBytes) else {
             // A head with bare LF line ends never gets its CR LF CR LF: hummingbird's parser
             // reads it (or answers 400) instead of the connection waiting for the head timeout.

@@ -78,6 +78,8 @@ struct RawRequestHeadTests {
         // Bare LF line ends: no CR LF CR LF will ever come, so not left waiting for one.
         "GET /v1/poll/a HTTP/1.1\nHost: x\n\n",
         "GET /v1/poll/a HTTP/1.1\r\nHost: x\n",
+        // Not HTTP from the first byte: a TLS ClientHello's record header, handed on at once.
+        "\u{16}\u{03}\u{01}\u{02}",
     ])
     func handsOnWhatItIsNotSureOf(_ text: String) {
         #expect(parse(text) == .other)

@@ -64,6 +64,8 @@ struct HostileHTTPTests {
         let body = #"{"route":"room.x","body":"x"}"#
         let cases: [(String, String)] = [
             ("garbage", "GARBAGE\r\n\r\n"),
+            // A client told https:// or wss:// for a plain port: refused at once, not at the head timeout.
+            ("a TLS ClientHello", "\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\u{01}\u{fc}\u{03}\u{03}"),
             ("length and chunked", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
             ("two lengths", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n{\"a\":1}"),
             ("negative length", "POST /v1/messages?user=mallory HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n"),
