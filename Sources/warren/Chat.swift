@@ -99,9 +99,20 @@ struct Chat: AsyncParsableCommand {
             guard shown.insert(envelope.id).inserted else { return }
             if envelope.from == me, let cid = envelope.cid, mine.remove(cid) != nil { return }
             let when = time.string(from: Date(timeIntervalSince1970: Double(envelope.ts) / 1000))
-            let text = envelope.body.stringValue ?? Self.json(envelope.body)
             let on = envelope.route == route ? "" : " [\(envelope.route)]"
-            FileHandle.standardOutput.write(Data("\(when)\(on) \(envelope.from): \(text)\n".utf8))
+            let line: String
+            switch envelope.type {
+            case "presence":
+                // Someone else arriving or going (DESIGN §11); this terminal's own join is the status line.
+                guard let user = envelope.body["user"]?.stringValue, user != me else { return }
+                line = "* \(user) \(envelope.body["state"]?.stringValue == "join" ? "joined" : "left")"
+            case "typing":
+                return
+            default:
+                // A string body, or the {"text": …} the demo page and many clients send.
+                line = "\(envelope.from): \(envelope.body.stringValue ?? envelope.body["text"]?.stringValue ?? Self.json(envelope.body))"
+            }
+            FileHandle.standardOutput.write(Data("\(when)\(on) \(line)\n".utf8))
         }
 
         private static func json(_ body: JSONValue) -> String {

@@ -45,4 +45,25 @@ struct ChatCommandTests {
         await service.close()
         await warren.stop()
     }
+
+    /// In a room: others' arrivals and departures as lines of their own (not presence JSON), a
+    /// `{"text": …}` body (the demo page's) as its text.
+    @Test func aRoomShowsWhoComesAndGoesAndTextBodies() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let room = "room.chat\(UUID().uuidString.prefix(6).lowercased())"
+        let chat = try WarrenProcess(["chat", "--url", "http://127.0.0.1:\(warren.port)", "--user", alice, "--to", room], input: true)
+        defer { chat.endInput() }
+        #expect(await chat.waitForLog("type a line", timeout: .seconds(30)), "the chat did not connect:\n\(chat.log)")
+        let b = try await warren.socket(bob)
+        _ = try await b.request(#"{"op":"sub","id":"r","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(await chat.waitForLog("* \(bob) joined", timeout: .seconds(20)), "\(chat.log)")
+        _ = try await b.request(#"{"op":"pub","route":"\#(room)","body":{"text":"hi room"},"cid":"b1"}"#, expect: "puback")
+        #expect(await chat.waitForLog("\(bob): hi room", timeout: .seconds(20)), "\(chat.log)")
+        _ = await b.close()
+        #expect(await chat.waitForLog("* \(bob) left", timeout: .seconds(20)), "\(chat.log)")
+        #expect(!chat.log.contains("\"state\""), "presence printed as JSON:\n\(chat.log)")
+        #expect(!chat.log.contains("* \(alice) joined"), "its own join:\n\(chat.log)")
+    }
 }
