@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WarrenCore
+import TestSupport
 
 @Suite("Operations", .serialized)
 struct OperationsTests {
@@ -101,6 +102,16 @@ struct OperationsTests {
         _ = try await socket.request(#"{"op":"pub","route":"room.hup","body":"still here","cid":"h1"}"#, expect: "puback")
         #expect(try await socket.next(op: "msg")["env"]?["body"]?.stringValue == "still here")
         #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/readyz").status == 200)
+    }
+
+    /// An operator looking at RabbitMQ (management UI, `rabbitmqctl list_connections`) sees which
+    /// node each connection is from, and which of its pool; every one was named "warren".
+    @Test func brokerConnectionsAreNamedAfterTheirNode() async throws {
+        let node = "ops" + UUID().uuidString.prefix(8).lowercased()
+        let warren = try await WarrenInstance.start(["WARREN_NODE_ID": node, "WARREN_AMQP_CONNECTIONS": "2"])
+        defer { Task { await warren.stop() } }
+        let listed = try TestEnvironment.rabbitmqctl(["list_connections", "client_properties"])
+        #expect(listed.contains("\"warren \(node) 1/2\"") && listed.contains("\"warren \(node) 2/2\""), "\(listed)")
     }
 
     /// `warren token` without a key to sign with is a configuration error too: EX_CONFIG and

@@ -93,8 +93,12 @@ public final class BrokerLink: Service, Sendable {
 
     public func run() async throws {
         var opened: [AMQPConnection] = []
-        for index in 0..<max(1, configuration.amqp.connections) {
-            guard let connection = await connectUntilUp(on: Self.brokerLoops[index % Self.brokerLoops.count]) else {
+        let count = max(1, configuration.amqp.connections)
+        for index in 0..<count {
+            // The name RabbitMQ shows (management UI, `rabbitmqctl list_connections`): which node, which of its connections.
+            var client = configuration.amqp.client
+            client.connectionName = "warren \(nodeID) \(index + 1)/\(count)"
+            guard let connection = await connectUntilUp(client, on: Self.brokerLoops[index % Self.brokerLoops.count]) else {
                 for c in opened { await c.close() }
                 return
             }
@@ -169,12 +173,12 @@ public final class BrokerLink: Service, Sendable {
     }
 
     /// Connects, retrying with capped backoff; nil if shutdown came first.
-    private func connectUntilUp(on loop: any EventLoop) async -> AMQPConnection? {
+    private func connectUntilUp(_ client: AMQPConfiguration, on loop: any EventLoop) async -> AMQPConnection? {
         var attempt = 0
-        let policy = configuration.amqp.client.recovery
+        let policy = client.recovery
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
-                return try await AMQPConnection.connect(configuration: configuration.amqp.client, eventLoopGroup: loop, logger: logger)
+                return try await AMQPConnection.connect(configuration: client, eventLoopGroup: loop, logger: logger)
             } catch {
                 let delay = policy.delay(attempt: attempt)
                 attempt += 1
