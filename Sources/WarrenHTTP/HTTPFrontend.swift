@@ -99,7 +99,8 @@ public enum HTTPFrontend {
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
         }
         let listener = HTTPListener(host: address.host, port: address.port, tls: tls,
-                                    headTimeout: .seconds(Int64(configuration.http.headerTimeout)), polls: door,
+                                    headTimeout: .seconds(Int64(configuration.http.headerTimeout)),
+                                    backlog: configuration.http.backlog, polls: door,
                                     http1: HTTP1Channel(responder: respond(with: router.buildResponder(), logger: logger),
                                                         configuration: http1),
                                     group: MultiThreadedEventLoopGroup.singleton, logger: logger)

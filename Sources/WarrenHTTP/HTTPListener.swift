@@ -33,6 +33,7 @@ struct HTTPListener: Service {
     let port: Int
     let tls: NIOSSLContext?
     let headTimeout: TimeAmount
+    let backlog: Int
     let polls: PollConnectionContext
     let http1: HTTP1Channel
     let group: any EventLoopGroup
@@ -43,7 +44,7 @@ struct HTTPListener: Service {
         let server: any Channel
         do {
             server = try await ServerBootstrap(group: group)
-                .serverChannelOption(ChannelOptions.backlog, value: 256)
+                .serverChannelOption(ChannelOptions.backlog, value: Int32(backlog))
                 .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelInitializer { [logger] channel in
                     channel.eventLoop.makeCompletedFuture {

@@ -20,6 +20,7 @@ struct OperationsTests {
         ("[limits]\nmax_message_bytes = -5\n", "limits.max_message_bytes"),
         ("[limits]\noutbound_hard_cap_bytes = -1\n", "limits.outbound_hard_cap_bytes"),
         ("[websocket]\nslow_grace = 601\n", "websocket.slow_grace"),
+        ("[http]\nbacklog = 0\n", "http.backlog"),
         ("[log]\nlevel = \"loud\"\n", "log.level"),
         ("[nonsense]\na = 1\n", "nonsense"),
         ("[amqp\nurl = 1\n", "(file)"),

@@ -40,6 +40,8 @@ public struct BridgeConfiguration: Sendable {
         public var headerTimeout: Int = 10
         /// Seconds an idle keep-alive HTTP connection is kept.
         public var idleTimeout: Int = 75
+        /// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
+        public var backlog: Int = 4096
         /// PEM certificate chain and key: when both are set, Warren serves HTTPS and WSS itself.
         public var tlsCertificateFile: String?
         public var tlsKeyFile: String?
@@ -181,6 +183,7 @@ public struct BridgeConfiguration: Sendable {
         }
         config.demo = try source.bool("http", "demo", default: config.demo)
         config.http.headerTimeout = try source.int("http", "header_timeout", default: config.http.headerTimeout, range: 1...300)
+        config.http.backlog = try source.int("http", "backlog", default: config.http.backlog, range: 1...65_535)
         config.http.idleTimeout = try source.int("http", "idle_timeout", default: config.http.idleTimeout, range: 1...3600)
         for key in ["tls_cert_file", "tls_key_file"] {
             let path = try source.string("http", key, default: "")
@@ -356,7 +359,7 @@ extension BridgeConfiguration {
                   "tls_key_file = \(q(amqp.client.tlsOptions.privateKeyFile ?? ""))",
                   "tls_server_name = \(q(amqp.client.tlsOptions.serverName ?? ""))", ""]
         lines += ["[http]", "listen = \(q(http.listen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))",
-                  "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)",
+                  "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)", "backlog = \(http.backlog)",
                   "tls_cert_file = \(q(http.tlsCertificateFile ?? ""))", "tls_key_file = \(q(http.tlsKeyFile ?? ""))", ""]
         lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
                   "secret = \(q(auth.secret.isEmpty ? "" : "***"))",
