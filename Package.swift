@@ -228,6 +228,8 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // Tokens shaped as other identity providers issue them (TestTokens).
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
     ]

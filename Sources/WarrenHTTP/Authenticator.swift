@@ -55,7 +55,7 @@ final class Authenticator: Sendable {
     {
         let device = query.items["device"] ?? "default"
         guard RouteKey.isValidWord(device) else {
-            throw AuthFailure(status: 400, code: .badFrame, message: "device must be a word of [A-Za-z0-9_-]")
+            throw AuthFailure(status: 400, code: .badFrame, message: "device must be \(RouteKey.wordRule)")
         }
         switch configuration.auth.mode {
         case .none:
@@ -63,7 +63,7 @@ final class Authenticator: Sendable {
                 throw AuthFailure(status: 401, code: .unauthorized, message: "auth mode none: pass ?user=<name>")
             }
             guard RouteKey.isValidWord(user) else {
-                throw AuthFailure(status: 400, code: .badFrame, message: "user must be a word of [A-Za-z0-9_-]")
+                throw AuthFailure(status: 400, code: .badFrame, message: "user must be \(RouteKey.wordRule)")
             }
             return (ClientIdentity(user: user, device: device, policy: configuration.acl), nil)
         case .token:

@@ -64,7 +64,7 @@ struct PollRoutes: Sendable {
         }
         var device = identity.device
         if let d = json["device"]?.stringValue {
-            guard RouteKey.isValidWord(d) else { throw ProtocolError(.badFrame, "device must be a word of [A-Za-z0-9_-]", ref: nil) }
+            guard RouteKey.isValidWord(d) else { throw ProtocolError(.badFrame, "device must be \(RouteKey.wordRule)", ref: nil) }
             device = d
         }
         let (session, expiresIn) = try await service().create(user: identity.user, device: device, rules: identity.rules,

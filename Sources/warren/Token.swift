@@ -11,7 +11,7 @@ struct Token: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        guard RouteKey.isValidWord(user) else { throw ValidationError("--user must be a word of [A-Za-z0-9_-]") }
+        guard RouteKey.isValidWord(user) else { throw ValidationError("--user must be \(RouteKey.wordRule)") }
         guard let seconds = DurationText.seconds(ttl).map(TimeInterval.init) else { throw ValidationError("--ttl must look like 90s, 30m, 1h or 7d (at most 36500d)") }
         let authority: TokenAuthority
         do { authority = try await config.auth.makeAuthority() } catch {

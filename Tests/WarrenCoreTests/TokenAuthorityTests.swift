@@ -24,9 +24,33 @@ import Testing
             await #expect(throws: ProtocolError.self) { try await authority.verify(token) }
         }
         let badSub = try await authority.mint(user: "not a word", ttl: 3600)
-        await #expect(throws: ProtocolError(.unauthorized, "the token's sub is not a valid user name", ref: nil)) {
+        await #expect(throws: ProtocolError(.unauthorized, "the token's sub is no user name: \(RouteKey.wordRule) (auth.user_claim can name another claim)", ref: nil)) {
             try await authority.verify(badSub)
         }
+    }
+
+    /// An identity provider whose `sub` is no user word (Auth0's `auth0|…`, an e-mail address):
+    /// `auth.user_claim` names the claim that holds the user instead.
+    @Test func anotherClaimCanNameTheUser() async throws {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: Self.secret), digestAlgorithm: .sha256)
+        let exp = ExpirationClaim(value: Date().addingTimeInterval(3600))
+        let auth0 = try await keys.sign(WarrenTokenPayload(sub: SubjectClaim(value: "auth0|5f7c8ec7c33c6c004bbafe82"), exp: exp,
+                                                           strings: ["nickname": "alice", "email": "alice@example.com"]))
+        let bySub = await TokenAuthority.hs256(secret: Self.secret)
+        await #expect(throws: ProtocolError.self) { try await bySub.verify(auth0) }
+        let byNickname = await TokenAuthority.hs256(secret: Self.secret, rules: TokenRules(userClaim: "nickname"))
+        #expect(try await byNickname.verify(auth0).user == "alice")
+        let byEmail = await TokenAuthority.hs256(secret: Self.secret, rules: TokenRules(userClaim: "email"))
+        await #expect(throws: ProtocolError.self) { try await byEmail.verify(auth0) }
+        let byMissing = await TokenAuthority.hs256(secret: Self.secret, rules: TokenRules(userClaim: "uid"))
+        await #expect(throws: ProtocolError(.unauthorized, "the token has no uid claim to name its user", ref: nil)) {
+            try await byMissing.verify(auth0)
+        }
+        // `warren token` mints for the configured claim too, and its token verifies either way.
+        let minted = try await byNickname.mint(user: "bob", ttl: 60)
+        #expect(try await byNickname.verify(minted).user == "bob")
+        #expect(try await bySub.verify(minted).user == "bob")
     }
 
     @Test func warrenClaimReplacesTheLists() async throws {

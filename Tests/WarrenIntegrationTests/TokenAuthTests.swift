@@ -31,6 +31,28 @@ struct TokenAuthTests {
         await s.close()
     }
 
+    /// An identity provider's token whose `sub` is no user name (Auth0's `auth0|…`): refused by
+    /// default with the reason, and taken with `auth.user_claim` naming the claim that is.
+    @Test func anotherClaimNamesTheUser() async throws {
+        let user = uniqueUser("nick")
+        let token = try await TestTokens.provider(sub: "auth0|5f7c8ec7c33c6c004bbafe82", nickname: user,
+                                                  email: "\(user)@example.com", secret: Self.secret)
+        let bySub = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret])
+        let refused = try await HTTPTestClient.request(.POST, port: bySub.port, "/v1/poll", body: #"{"subscriptions":[]}"#,
+                                                       headers: [("Authorization", "Bearer \(token)")])
+        #expect(refused.status == 401 && refused.body.contains("auth.user_claim"), "\(refused.body)")
+        await bySub.stop()
+
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,
+                                                     "WARREN_AUTH_USER_CLAIM": "nickname"])
+        defer { Task { await warren.stop() } }
+        let s = try await TestSocket.connect(port: warren.port, query: "token=\(token)", name: user)
+        try await s.subscribe("me", "#.\(user).#")
+        _ = try await s.request(#"{"op":"pub","route":"\#(user).bob","body":"hi","cid":"c"}"#, expect: "puback")
+        #expect(try await s.next(op: "msg").env?["from"]?.stringValue == user)
+        await s.close()
+    }
+
     @Test func tokensFromTheCLIAuthenticateAndExpireDuringTheSocket() async throws {
         // Trace logging, so a token that reached any log line would show; no leeway, so expiry is prompt.
         let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,

@@ -64,7 +64,7 @@ public final class TokenAuthority: Sendable {
     }
 
     /// Verifies signature, `exp` / `nbf` / `iat` (within the leeway), `aud` and `iss` when
-    /// configured; the `sub` must be a valid user word. The error message names the reason
+    /// configured; the user's claim (`sub` unless `auth.user_claim` says) must be a user word. The error message names the reason
     /// but never echoes the token.
     public func verify(_ token: String, now: Date = Date()) async throws(ProtocolError) -> VerifiedToken {
         let payload: WarrenTokenPayload
@@ -89,8 +89,12 @@ public final class TokenAuthority: Sendable {
         if let issuer = rules.issuer, payload.iss?.value != issuer {
             throw ProtocolError(.unauthorized, "token from another issuer (iss)", ref: nil)
         }
-        guard RouteKey.isValidWord(payload.sub.value) else {
-            throw ProtocolError(.unauthorized, "the token's sub is not a valid user name", ref: nil)
+        guard let user = payload.string(rules.userClaim) else {
+            throw ProtocolError(.unauthorized, "the token has no \(rules.userClaim) claim to name its user", ref: nil)
+        }
+        guard RouteKey.isValidWord(user) else {
+            throw ProtocolError(.unauthorized, "the token's \(rules.userClaim) is no user name: \(RouteKey.wordRule)"
+                                + (rules.userClaim == "sub" ? " (auth.user_claim can name another claim)" : ""), ref: nil)
         }
         var policy: AccessPolicy?
         if let claim = payload.warren {
@@ -98,7 +102,7 @@ public final class TokenAuthority: Sendable {
             do { try p.validate() } catch { throw ProtocolError(.unauthorized, "the token's warren claim is invalid: \(error)", ref: nil) }
             policy = p
         }
-        return VerifiedToken(user: payload.sub.value, expiresAt: payload.exp.value.addingTimeInterval(leeway), policy: policy)
+        return VerifiedToken(user: user, expiresAt: payload.exp.value.addingTimeInterval(leeway), policy: policy)
     }
 
     /// Whether this authority holds a key it can sign with.
@@ -108,11 +112,12 @@ public final class TokenAuthority: Sendable {
     public func mint(user: String, ttl: TimeInterval, claim: WarrenClaim? = nil, now: Date = Date(),
                      notBefore: Date? = nil) async throws -> String {
         guard let signer else { throw TokenKeyError(description: "no private key or secret to sign with") }
+        // The user in `sub`, and in the claim that names it when that is another.
         let payload = WarrenTokenPayload(
             sub: SubjectClaim(value: user), exp: ExpirationClaim(value: now.addingTimeInterval(ttl)),
             nbf: notBefore.map { NotBeforeClaim(value: $0) }, iat: IssuedAtClaim(value: now),
             aud: rules.audience.map { AudienceClaim(value: [$0]) }, iss: rules.issuer.map { IssuerClaim(value: $0) },
-            warren: claim)
+            warren: claim, strings: rules.userClaim == "sub" ? [:] : [rules.userClaim: user])
         return try await signer.sign(payload)
     }
 }

@@ -179,7 +179,7 @@ public struct BridgeConfiguration: Sendable {
         config.log.json = format == "json"
         config.nodeID = try source.string("node", "id", default: "")
         guard config.nodeID.isEmpty || RouteKey.isValidWord(config.nodeID) else {
-            throw source.error("node", "id", "must be a word of [A-Za-z0-9_-]")
+            throw source.error("node", "id", "must be \(RouteKey.wordRule)")
         }
         config.demo = try source.bool("http", "demo", default: config.demo)
         config.http.headerTimeout = try source.int("http", "header_timeout", default: config.http.headerTimeout, range: 1...300)
@@ -234,6 +234,10 @@ public struct BridgeConfiguration: Sendable {
         config.auth.rules.audience = audience.isEmpty ? nil : audience
         let issuer = try source.string("auth", "issuer", default: "")
         config.auth.rules.issuer = issuer.isEmpty ? nil : issuer
+        config.auth.rules.userClaim = try source.string("auth", "user_claim", default: config.auth.rules.userClaim)
+        guard !config.auth.rules.userClaim.isEmpty, !TokenRules.reservedClaims.contains(config.auth.rules.userClaim) else {
+            throw source.error("auth", "user_claim", "must name a claim other than \(TokenRules.reservedClaims.sorted().joined(separator: ", "))")
+        }
         config.auth.allowInsecure = try source.bool("auth", "allow_insecure", default: false)
         if authMode == .none, !config.auth.allowInsecure, !(HostAndPort(config.http.listen)?.isLoopback ?? false) {
             throw source.error("auth", "mode", "\"none\" trusts ?user= and is refused on a non-loopback http.listen "
@@ -365,6 +369,7 @@ extension BridgeConfiguration {
                   "secret = \(q(auth.secret.isEmpty ? "" : "***"))",
                   "public_key = \(auth.publicKeyPEM == nil ? "none" : "loaded")", "private_key = \(auth.privateKeyPEM == nil ? "none" : "***")",
                   "leeway = \(auth.rules.leeway)", "audience = \(q(auth.rules.audience ?? ""))", "issuer = \(q(auth.rules.issuer ?? ""))",
+                  "user_claim = \(q(auth.rules.userClaim))",
                   "allow_insecure = \(auth.allowInsecure)", ""]
         lines += ["[acl]", "subscribe = \(list(acl.subscribe))", "publish = \(list(acl.publish))", ""]
         for r in routes { lines += ["[[route]]", "name = \(q(r.name))", "pattern = \(q(r.pattern.value))", ""] }

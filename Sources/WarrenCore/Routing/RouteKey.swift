@@ -4,6 +4,8 @@ public struct RouteKey: Sendable, Hashable, CustomStringConvertible {
     public static let maxBytes = 255
     public static let maxWords = 16
     public static let maxWordBytes = 64
+    /// What a word is, for error messages (users, devices and node ids are words too).
+    public static let wordRule = "a word of 1 to \(maxWordBytes) characters from [A-Za-z0-9_-]"
 
     /// The key as published.
     public let value: String
