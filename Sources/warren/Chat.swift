@@ -14,7 +14,7 @@ struct Chat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Chat from the terminal: lines you type go to --to, its messages are printed.")
 
     @Option(help: "Warren's http(s) base URL.") var url: String = "http://127.0.0.1:8080"
-    @Option(help: "Who you are (auth.mode = none); with --token, the token says.") var user: String?
+    @Option(help: "Who you are (auth.mode = none); with --token, the token's sub unless given (a server whose auth.user_claim is another claim).") var user: String?
     @Option(help: "A token (auth.mode = token); also WARREN_TOKEN. `warren token --user alice` mints one.") var token: String?
     @Option(help: "A user (the 1:1 conversation with them) or a route (room.lobby, a.b.c).") var to: String
     @Option(help: "Your device: its own inbox, so the terminal does not take your browser's messages.") var device: String = "terminal"
