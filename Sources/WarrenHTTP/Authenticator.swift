@@ -9,14 +9,17 @@ import WarrenCore
 final class Authenticator: Sendable {
     let configuration: BridgeConfiguration
     let tokens: TokenAuthority?
+    /// Where refusals are counted (`warren_auth_failures_total`).
+    let metrics: WarrenMetrics
     /// Tokens whose signature and claims were verified, until their `exp`: a poller sends the
     /// same token every few seconds, and an event-loop frontend cannot await a verification.
     private let verified = NIOLockedValueBox<[String: VerifiedToken]>([:])
     static let verifiedCacheLimit = 100_000
 
-    init(configuration: BridgeConfiguration, tokens: TokenAuthority?) {
+    init(configuration: BridgeConfiguration, tokens: TokenAuthority?, metrics: WarrenMetrics) {
         self.configuration = configuration
         self.tokens = tokens
+        self.metrics = metrics
     }
 
     /// The identity, when it is known without suspending: in none mode always, in token mode
@@ -60,6 +63,7 @@ final class Authenticator: Sendable {
         switch configuration.auth.mode {
         case .none:
             guard let user = query.items["user"], !user.isEmpty else {
+                metrics.authFailed(.missing)
                 throw AuthFailure(status: 401, code: .unauthorized, message: "auth mode none: pass ?user=<name>")
             }
             guard RouteKey.isValidWord(user) else {
@@ -68,10 +72,12 @@ final class Authenticator: Sendable {
             return (ClientIdentity(user: user, device: device, policy: configuration.acl), nil)
         case .token:
             guard let token = Self.token(query: query, authorization: authorization), let tokens else {
+                metrics.authFailed(.missing)
                 throw AuthFailure(status: 401, code: .unauthorized, message: "a bearer token is required")
             }
             let verified: VerifiedToken
             do { verified = try await tokens.verify(token) } catch {
+                metrics.authFailed(error.message == TokenAuthority.expired ? .expired : .invalid)
                 throw AuthFailure(status: 401, code: .unauthorized, message: error.message)
             }
             self.verified.withLockedValue { cache in

@@ -20,7 +20,7 @@ public enum HTTPFrontend {
                                    sessions: PollSessionCodec, logger: Logger) throws -> (some Service, DrainService)
     {
         let sockets = OpenSockets()
-        let authenticator = Authenticator(configuration: configuration, tokens: tokens)
+        let authenticator = Authenticator(configuration: configuration, tokens: tokens, metrics: link.metrics)
         let router = Router()
         switch configuration.poll.corsOrigin {
         case "": break

@@ -53,6 +53,31 @@ struct TokenAuthTests {
         await s.close()
     }
 
+    /// Refused credentials are counted by reason (`warren_auth_failures_total`, and in
+    /// `/v1/stats`): an operator sees clients that stopped refreshing their tokens apart from a
+    /// key that no longer matches the issuer's.
+    @Test func refusedCredentialsAreCountedByReason() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,
+                                                     "WARREN_AUTH_LEEWAY": "0"])
+        defer { Task { await warren.stop() } }
+        func failures() async throws -> [Double] {
+            let body = try await HTTPTestClient.request(.GET, port: warren.port, "/metrics").body
+            return ["missing", "invalid", "expired"].map { PrometheusSamples(body).value("warren_auth_failures_total", [("reason", $0)]) }
+        }
+        #expect(try await failures() == [0, 0, 0])
+        let create = #"{"subscriptions":[]}"#
+        let missing = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll", body: create)
+        let foreign = try await TokenAuthority.hs256(secret: Self.secret + "-rotated").mint(user: "alice", ttl: 60)
+        let invalid = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll", body: create,
+                                                       headers: [("Authorization", "Bearer \(foreign)")])
+        let old = try await TestTokens.mint(user: "alice", ttl: -60, secret: Self.secret)
+        await #expect(throws: (any Error).self) { _ = try await TestSocket.connect(port: warren.port, query: "token=\(old)") }
+        #expect(missing.status == 401 && invalid.status == 401)
+        #expect(try await failures() == [1, 1, 1])
+        let stats = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/stats").body
+        #expect(stats.contains(#""auth_failures":{"missing":1,"invalid":1,"expired":1}"#), "\(stats)")
+    }
+
     @Test func tokensFromTheCLIAuthenticateAndExpireDuringTheSocket() async throws {
         // Trace logging, so a token that reached any log line would show; no leeway, so expiry is prompt.
         let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,

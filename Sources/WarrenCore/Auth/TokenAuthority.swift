@@ -75,7 +75,7 @@ public final class TokenAuthority: Sendable {
         }
         let leeway = TimeInterval(rules.leeway)
         guard payload.exp.value.addingTimeInterval(leeway) > now else {
-            throw ProtocolError(.unauthorized, "token expired", ref: nil)
+            throw ProtocolError(.unauthorized, Self.expired, ref: nil)
         }
         if let nbf = payload.nbf, nbf.value.addingTimeInterval(-leeway) > now {
             throw ProtocolError(.unauthorized, "token not valid yet (nbf)", ref: nil)
@@ -104,6 +104,9 @@ public final class TokenAuthority: Sendable {
         }
         return VerifiedToken(user: user, expiresAt: payload.exp.value.addingTimeInterval(leeway), policy: policy)
     }
+
+    /// The message of the refusal of a token past its `exp` (and the leeway).
+    public static let expired = "token expired"
 
     /// Whether this authority holds a key it can sign with.
     public var canMint: Bool { signer != nil }

@@ -28,6 +28,7 @@ public final class WarrenMetrics: Sendable {
     private let amqpUpGauge: CoreMetrics.Gauge
     private let reconnectCounter: CoreMetrics.Counter
     private let limitHits: [CoreMetrics.Counter]         // [frontend][reason]
+    private let authFailures: [CoreMetrics.Counter]      // [reason]
 
     // the same, readable
     private let messageCounts: [ManagedAtomic<Int>]
@@ -40,6 +41,7 @@ public final class WarrenMetrics: Sendable {
     private let amqpUpValue = ManagedAtomic<Int>(0)
     private let reconnects = ManagedAtomic<Int>(0)
     private let limitHitCounts: [ManagedAtomic<Int>]
+    private let authFailureCounts: [ManagedAtomic<Int>]
     /// For each of the classifier's classes, the index of its label in `classes`.
     private let labelOfClass: [Int]
 
@@ -86,6 +88,10 @@ public final class WarrenMetrics: Sendable {
             }
         }
         self.limitHitCounts = (0..<(Frontend.allCases.count * LimitReason.allCases.count)).map { _ in ManagedAtomic(0) }
+        self.authFailures = AuthFailureReason.allCases.map {
+            CoreMetrics.Counter(label: "warren_auth_failures_total", dimensions: [("reason", $0.label)])
+        }
+        self.authFailureCounts = AuthFailureReason.allCases.map { _ in ManagedAtomic(0) }
         let cells = classes.count * Frontend.allCases.count * Direction.allCases.count
         self.messageCounts = (0..<cells).map { _ in ManagedAtomic(0) }
         self.byteCounts = (0..<cells).map { _ in ManagedAtomic(0) }
@@ -100,6 +106,7 @@ public final class WarrenMetrics: Sendable {
         for g in presenceGauges { g.record(0) }
         amqpUpGauge.record(0)
         reconnectCounter.increment(by: 0)
+        for c in authFailures { c.increment(by: 0) }
         for c in messages + bytes + drops + limitHits { c.increment(by: 0) }
     }
 
@@ -182,6 +189,17 @@ public final class WarrenMetrics: Sendable {
     /// How often `reason` was hit on `frontend` so far.
     public func limitHitCount(_ frontend: Frontend, _ reason: LimitReason) -> Int {
         limitHitCounts[frontend.rawValue * LimitReason.allCases.count + reason.rawValue].load(ordering: .relaxed)
+    }
+
+    /// A client's credentials were refused (answered 401 `unauthorized`).
+    public func authFailed(_ reason: AuthFailureReason) {
+        authFailures[reason.rawValue].increment(by: 1)
+        authFailureCounts[reason.rawValue].wrappingIncrement(ordering: .relaxed)
+    }
+
+    /// How often credentials were refused for `reason` so far.
+    public func authFailureCount(_ reason: AuthFailureReason) -> Int {
+        authFailureCounts[reason.rawValue].load(ordering: .relaxed)
     }
 
     public func connectionOpened(_ frontend: Frontend) {
@@ -292,6 +310,13 @@ public final class WarrenMetrics: Sendable {
                 w.int(Int64(limitHitCount(f, r)))
             }
             w.raw("}")
+        }
+        w.raw("},\"auth_failures\":{")
+        for r in AuthFailureReason.allCases {
+            if r.rawValue > 0 { w.raw(",") }
+            w.string(r.label)
+            w.raw(":")
+            w.int(Int64(authFailureCount(r)))
         }
         w.raw("}}")
         return w.bytes
