@@ -90,6 +90,7 @@ struct HTTPListener: Service {
                 let pipeline = channel.pipeline.syncOperations
                 let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
                 try pipeline.addHandler(ConnectionPersistenceHandler(), position: .after(decoder))
+                try pipeline.addHandler(ExpectContinueHandler(), position: .after(decoder))
                 try pipeline.addHandler(CloseOnErrorHandler())
                 Task { await http1.handle(value: value, logger: logger) }
             }

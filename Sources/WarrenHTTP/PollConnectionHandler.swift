@@ -143,12 +143,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             case .other: return handOn(context)
             case .head(let h): head = h
             }
-            guard let taken = take(head) else {
-                // The router answers it, and never sends `100 Continue`: said here for the first
-                // request (later ones on a connection the router took wait for the client's timeout).
-                continueIfAwaited(context, head)
-                return handOn(context)
-            }
+            // The router answers it (its ExpectContinueHandler says `100 Continue` when awaited).
+            guard let taken = take(head) else { return handOn(context) }
             if case .tooLarge = taken {
                 // Refused before the client sends the body; it may not wait, so nothing more is read.
                 current = (head, ByteBuffer())

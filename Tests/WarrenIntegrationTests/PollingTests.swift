@@ -242,6 +242,19 @@ struct PollingTests {
         #expect(await publish.received("HTTP/1.1 202", within: .seconds(30)), "\(publish.text)")
         await publish.drop()
 
+        // On a connection the router serves (a router endpoint first, as a back end reading
+        // history and then publishing would): the publish after it is told too.
+        let keptAlive = try await RawConnection.open(port: warren.port)
+        try await keptAlive.send("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(await keptAlive.received("ready", within: .seconds(30)), "\(keptAlive.text)")
+        try await keptAlive.send("POST /v1/messages?user=\(alice) HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        #expect(await keptAlive.received("HTTP/1.1 100 Continue\r\n\r\n", within: .seconds(30)), "\(keptAlive.text)")
+        try await keptAlive.send(body)
+        #expect(await keptAlive.received("HTTP/1.1 202", within: .seconds(30)), "\(keptAlive.text)")
+        #expect(keptAlive.text.components(separatedBy: "100 Continue").count == 2, "said once: \(keptAlive.text)")
+        await keptAlive.drop()
+
         let tooLarge = try await RawConnection.open(port: warren.port)
         try await tooLarge.send("POST /v1/poll?user=\(alice) HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(8 << 20)\r\n\r\n")
         #expect(await tooLarge.received("\"too_large\"", within: .seconds(30)), "\(tooLarge.text)")
