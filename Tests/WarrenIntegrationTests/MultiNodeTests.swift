@@ -67,6 +67,24 @@ struct MultiNodeTests {
     /// A node consumes a session's inbox while its client polls there; once the client polls
     /// another node instead, the first hands back what it buffered, so no inbox delivery is
     /// stranded (live subscriptions are at most once: a client that moves may miss those).
+    /// A node started with a node id whose queues another connection holds (a copied
+    /// WARREN_NODE_ID, or a crashed host's connection the broker has not yet dropped) waits,
+    /// not ready, and says why; once the id is free it starts. It stopped on RabbitMQ's
+    /// RESOURCE_LOCKED before, and a restart loop met the same lock.
+    @Test func aNodeWhoseIdIsTakenWaitsForIt() async throws {
+        let first = try await WarrenInstance.start()
+        let port = try freePort()
+        let second = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: [
+            "WARREN_HTTP_LISTEN": "127.0.0.1:\(port)", "WARREN_AMQP_EXCHANGE": first.exchange, "WARREN_NODE_ID": first.nodeID,
+            "WARREN_AMQP_URL": WarrenInstance.brokerURL, "WARREN_STORE_ENABLED": "false", "WARREN_AMQP_RECONNECT_MAX_MS": "500"])
+        defer { second.terminate() }
+        #expect(await second.waitForLog("held by another connection"), "\(second.log)")
+        #expect(try await HTTPTestClient.request(.GET, port: port, "/readyz").status == 503)
+        _ = await first.stop()
+        #expect(await second.waitForLog("warren is ready"), "\(second.log)")
+        #expect(try await HTTPTestClient.request(.GET, port: port, "/readyz").status == 200)
+    }
+
     @Test func aClientThatMovesNodesGetsWhatTheFirstNodeBuffered() async throws {
         let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
         let nodeA = try await WarrenInstance.start(exchange: exchange)

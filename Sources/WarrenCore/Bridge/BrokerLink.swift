@@ -92,39 +92,31 @@ public final class BrokerLink: Service, Sendable {
     public var connection: AMQPConnection? { state.withLockedValue { $0.connections.first } }
 
     public func run() async throws {
-        var opened: [AMQPConnection] = []
-        let count = max(1, configuration.amqp.connections)
-        for index in 0..<count {
-            // The name RabbitMQ shows (management UI, `rabbitmqctl list_connections`): which node, which of its connections.
-            var client = configuration.amqp.client
-            client.connectionName = "warren \(nodeID) \(index + 1)/\(count)"
-            guard let connection = await connectUntilUp(client, on: Self.brokerLoops[index % Self.brokerLoops.count]) else {
-                for c in opened { await c.close() }
-                return
+        var attempt = 0
+        var started: (connections: [AMQPConnection], runtime: BridgeRuntime)?
+        while started == nil {
+            guard let connections = await connectAll() else { return }
+            do {
+                started = (connections, try await setUp(on: connections))
+            } catch let error as AMQPError where Self.isTaken(error) {
+                // Another connection holds this node's exclusive queues: a node running with the same
+                // node.id, or this node's previous connection, which the broker has not yet noticed is
+                // gone (a host that crashed: up to two heartbeats). Waited out, not a stop (a restart
+                // loop would meet the same lock); /readyz stays 503 meanwhile.
+                for c in connections { await c.close() }
+                let delay = configuration.amqp.client.recovery.delay(attempt: attempt)
+                attempt += 1
+                logger.error("this node's queues are held by another connection: another node runs with node.id \(nodeID), or the broker has not yet noticed this node's previous connection is gone; retrying", metadata: [
+                    "error": "\(error)", "retry_in_ms": "\(delay.nanoseconds / 1_000_000)",
+                ])
+                do {
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(nanoseconds: UInt64(delay.nanoseconds)) }
+                } catch {
+                    return
+                }
             }
-            opened.append(connection)
         }
-        let connections = opened
-        state.withLockedValue { $0.connections = connections }
-        let connection = connections[0]
-        let channel = try await connection.openChannel()
-        do {
-            try await channel.exchangeDeclare(configuration.amqp.exchange, type: "topic", durable: true)
-        } catch {
-            logger.critical("cannot declare the exchange", metadata: ["exchange": "\(configuration.amqp.exchange)", "error": "\(error)"])
-            for c in connections { await c.close() }
-            throw error
-        }
-        try? await channel.close()
-        let runtime: BridgeRuntime
-        do {
-            runtime = try await BridgeRuntime.start(connections: connections, configuration: configuration, nodeID: nodeID,
-                                                    metrics: metrics, conversations: conversations, logger: logger)
-        } catch {
-            logger.critical("cannot set up the bridge on the broker", metadata: ["error": "\(error)"])
-            for c in connections { await c.close() }
-            throw error
-        }
+        let (connections, runtime) = started!
         state.withLockedValue {
             $0.runtime = runtime
             $0.topologyReady = true
@@ -170,6 +162,52 @@ public final class BrokerLink: Service, Sendable {
         for c in connections { await c.close() }
         metrics.amqpUp(false)
         logger.info("broker link closed")
+    }
+
+    /// Opens the node's connections (each retried until the broker answers); nil if shutdown came first.
+    private func connectAll() async -> [AMQPConnection]? {
+        var opened: [AMQPConnection] = []
+        let count = max(1, configuration.amqp.connections)
+        for index in 0..<count {
+            // The name RabbitMQ shows (management UI, `rabbitmqctl list_connections`): which node, which of its connections.
+            var client = configuration.amqp.client
+            client.connectionName = "warren \(nodeID) \(index + 1)/\(count)"
+            guard let connection = await connectUntilUp(client, on: Self.brokerLoops[index % Self.brokerLoops.count]) else {
+                for c in opened { await c.close() }
+                return nil
+            }
+            opened.append(connection)
+        }
+        state.withLockedValue { $0.connections = opened }
+        return opened
+    }
+
+    /// Declares the exchange and starts the bridge on `connections`; on failure they are closed.
+    private func setUp(on connections: [AMQPConnection]) async throws -> BridgeRuntime {
+        let channel = try await connections[0].openChannel()
+        do {
+            try await channel.exchangeDeclare(configuration.amqp.exchange, type: "topic", durable: true)
+        } catch {
+            logger.critical("cannot declare the exchange", metadata: ["exchange": "\(configuration.amqp.exchange)", "error": "\(error)"])
+            for c in connections { await c.close() }
+            throw error
+        }
+        try? await channel.close()
+        do {
+            return try await BridgeRuntime.start(connections: connections, configuration: configuration, nodeID: nodeID,
+                                                 metrics: metrics, conversations: conversations, logger: logger)
+        } catch {
+            if let amqp = error as? AMQPError, Self.isTaken(amqp) { throw error }  // waited out by run()
+            logger.critical("cannot set up the bridge on the broker", metadata: ["error": "\(error)"])
+            for c in connections { await c.close() }
+            throw error
+        }
+    }
+
+    /// 405 RESOURCE_LOCKED: an exclusive queue of this node's is another connection's.
+    static func isTaken(_ error: AMQPError) -> Bool {
+        if case .channelClosed(let reason) = error { return reason.replyCode == ReplyCode.resourceLocked }
+        return false
     }
 
     /// Connects, retrying with capped backoff; nil if shutdown came first.
