@@ -137,4 +137,14 @@ import Testing
         #expect(other == Self.closed(406))
         #expect(!AMQPConnection.isLinkFailure(other))
     }
+
+    @Test func onlyA405ChannelCloseIsAHeldQueue() {
+        let locked = Self.closed(ReplyCode.resourceLocked)
+        #expect(locked.isResourceLocked)
+        #expect(AMQPConnection.isLinkFailure(locked), "waited out: the broker may not yet have noticed our old connection is dead")
+        #expect(!Self.closed(ReplyCode.notFound).isResourceLocked)
+        #expect(!AMQPError.connectionLost("reset").isResourceLocked)
+        #expect(!AMQPError.connectionClosedByServer(CloseArguments(replyCode: ReplyCode.resourceLocked, replyText: "x")).isResourceLocked,
+                "a connection close with the same code is not a held queue")
+    }
 }

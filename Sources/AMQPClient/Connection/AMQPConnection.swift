@@ -484,7 +484,7 @@ public final class AMQPConnection: Sendable {
     /// not yet noticed that our previous connection, which owns an exclusive queue, is dead.
     static func isLinkFailure(_ error: AMQPError) -> Bool {
         switch error {
-        case .channelClosed(let reason): return reason.replyCode == ReplyCode.resourceLocked
+        case .channelClosed: return error.isResourceLocked
         case .channelNotOpen, .invalidArgument: return false
         default: return true
         }

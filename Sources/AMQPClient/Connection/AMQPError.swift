@@ -61,4 +61,12 @@ public enum AMQPError: Error, Sendable, Equatable, CustomStringConvertible {
         default: return true
         }
     }
+
+    /// 405 RESOURCE_LOCKED: the broker closed a channel because another connection holds an
+    /// exclusive queue (possibly this client's previous connection, which the broker has not yet
+    /// noticed is dead). Transient in the second case, so callers wait it out rather than give up.
+    public var isResourceLocked: Bool {
+        if case .channelClosed(let reason) = self { return reason.replyCode == ReplyCode.resourceLocked }
+        return false
+    }
 }

@@ -98,7 +98,7 @@ public final class BrokerLink: Service, Sendable {
             guard let connections = await connectAll() else { return }
             do {
                 started = (connections, try await setUp(on: connections))
-            } catch let error as AMQPError where Self.isTaken(error) {
+            } catch let error as AMQPError where error.isResourceLocked {
                 // Another connection holds this node's exclusive queues: a node running with the same
                 // node.id, or this node's previous connection, which the broker has not yet noticed is
                 // gone (a host that crashed: up to two heartbeats). Waited out, not a stop (a restart
@@ -109,11 +109,7 @@ public final class BrokerLink: Service, Sendable {
                 logger.error("this node's queues are held by another connection: another node runs with node.id \(nodeID), or the broker has not yet noticed this node's previous connection is gone; retrying", metadata: [
                     "error": "\(error)", "retry_in_ms": "\(delay.nanoseconds / 1_000_000)",
                 ])
-                do {
-                    try await cancelWhenGracefulShutdown { try await Task.sleep(nanoseconds: UInt64(delay.nanoseconds)) }
-                } catch {
-                    return
-                }
+                guard await Self.pause(delay) else { return }
             }
         }
         let (connections, runtime) = started!
@@ -197,17 +193,11 @@ public final class BrokerLink: Service, Sendable {
             return try await BridgeRuntime.start(connections: connections, configuration: configuration, nodeID: nodeID,
                                                  metrics: metrics, conversations: conversations, logger: logger)
         } catch {
-            if let amqp = error as? AMQPError, Self.isTaken(amqp) { throw error }  // waited out by run()
+            if let amqp = error as? AMQPError, amqp.isResourceLocked { throw error }  // waited out by run()
             logger.critical("cannot set up the bridge on the broker", metadata: ["error": "\(error)"])
             for c in connections { await c.close() }
             throw error
         }
-    }
-
-    /// 405 RESOURCE_LOCKED: an exclusive queue of this node's is another connection's.
-    static func isTaken(_ error: AMQPError) -> Bool {
-        if case .channelClosed(let reason) = error { return reason.replyCode == ReplyCode.resourceLocked }
-        return false
     }
 
     /// Connects, retrying with capped backoff; nil if shutdown came first.
@@ -225,15 +215,19 @@ public final class BrokerLink: Service, Sendable {
                     "error": "\(error)",
                     "retry_in_ms": "\(delay.nanoseconds / 1_000_000)",
                 ])
-                do {
-                    try await cancelWhenGracefulShutdown {
-                        try await Task.sleep(nanoseconds: UInt64(delay.nanoseconds))
-                    }
-                } catch {
-                    return nil
-                }
+                guard await Self.pause(delay) else { return nil }
             }
         }
         return nil
+    }
+
+    /// Sleeps for a retry's backoff; false if graceful shutdown (or cancellation) came first.
+    private static func pause(_ delay: TimeAmount) async -> Bool {
+        do {
+            try await cancelWhenGracefulShutdown { try await Task.sleep(nanoseconds: UInt64(delay.nanoseconds)) }
+            return true
+        } catch {
+            return false
+        }
     }
 }
