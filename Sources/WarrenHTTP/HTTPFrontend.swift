@@ -31,23 +31,23 @@ public enum HTTPFrontend {
         polls.register(on: router)
         StoreRoutes(link: link, support: polls.support).register(on: router)
         PresenceRoutes(link: link, support: polls.support).register(on: router)
-        readOnly(router, "healthz") { Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ok\n"))) }
-        readOnly(router, "metrics") {
+        // The operations endpoints: on their own listener when http.internal_listen is set (a
+        // port only the operators' network reaches), the health checks on both.
+        let inside: HostAndPort? = configuration.http.internalListen.isEmpty ? nil : HostAndPort(configuration.http.internalListen)
+        let operations = inside == nil ? router : Router()
+        health(on: router, link: link)
+        if inside != nil { health(on: operations, link: link) }
+        readOnly(operations, "metrics") {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.prometheusText())))
         }
-        readOnly(router, "v1/stats") {
+        readOnly(operations, "v1/stats") {
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.statsJSON())))
         }
-        readOnly(router, "dashboard") {
+        readOnly(operations, "dashboard") {
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(string: DashboardPage.html)))
-        }
-        readOnly(router, "readyz") {
-            link.isReady
-                ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
-                : Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "not ready\n")))
         }
         // A plain GET of the WebSocket path (or a handshake the raw parser did not take) is
         // answered here with the reason an upgrade would be refused (WebSocketDoor refuses
@@ -104,7 +104,19 @@ public enum HTTPFrontend {
                                     http1: HTTP1Channel(responder: respond(with: router.buildResponder(), logger: logger),
                                                         configuration: http1),
                                     group: MultiThreadedEventLoopGroup.singleton, logger: logger)
-        let app = ServiceGroup(configuration: .init(services: [link, listener], logger: logger))
+        var services: [any Service] = [link]
+        if let inside {
+            // Plain HTTP (an internal network), the same defences; stopped after the public
+            // listener, so /metrics and /readyz answer through a drain.
+            services.append(HTTPListener(host: inside.host, port: inside.port, tls: nil,
+                                         headTimeout: .seconds(Int64(configuration.http.headerTimeout)),
+                                         backlog: 256, polls: nil,
+                                         http1: HTTP1Channel(responder: respond(with: operations.buildResponder(), logger: logger),
+                                                             configuration: http1),
+                                         group: MultiThreadedEventLoopGroup.singleton, logger: logger))
+        }
+        services.append(listener)
+        let app = ServiceGroup(configuration: .init(services: services, logger: logger))
         return (app, DrainService(link: link, sockets: sockets, answerPolls: { polls.answerParkedPolls() }))
     }
 
@@ -125,6 +137,17 @@ public enum HTTPFrontend {
             response.headers[.date] = HTTPDate.now()
             response.headers[.server] = "warren"
             try await responseWriter.write(response: response.head, body: response.body)
+        }
+    }
+
+    /// `/healthz` (the process is alive) and `/readyz` (it serves: broker link and topology up,
+    /// not draining).
+    static func health(on router: Router<BasicRequestContext>, link: BrokerLink) {
+        readOnly(router, "healthz") { Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ok\n"))) }
+        readOnly(router, "readyz") {
+            link.isReady
+                ? Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ready\n")))
+                : Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "not ready\n")))
         }
     }
 

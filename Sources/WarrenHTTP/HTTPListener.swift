@@ -34,7 +34,9 @@ struct HTTPListener: Service {
     let tls: NIOSSLContext?
     let headTimeout: TimeAmount
     let backlog: Int
-    let polls: PollConnectionContext
+    /// Pollers and WebSockets; nil on the operations listener (`http.internal_listen`), whose
+    /// connections all go to the router.
+    let polls: PollConnectionContext?
     let http1: HTTP1Channel
     let group: any EventLoopGroup
     let logger: Logger
@@ -62,7 +64,8 @@ struct HTTPListener: Service {
             logger.critical("cannot listen", metadata: ["address": "\(host):\(port)", "error": "\(error)"])
             throw error
         }
-        logger.info("HTTP server listening", metadata: ["address": "\(host):\(server.localAddress?.port ?? port)"])
+        logger.info(polls == nil ? "operations endpoints listening" : "HTTP server listening",
+                    metadata: ["address": "\(host):\(server.localAddress?.port ?? port)"])
         let (closed, close) = AsyncStream<Never>.makeStream()
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
@@ -85,7 +88,7 @@ struct HTTPListener: Service {
         try pipeline.addHandler(RequestHeadTimeoutHandler(timeout: headTimeout))
         let http1 = self.http1
         let logger = self.logger
-        try pipeline.addHandler(PollConnectionHandler(polls) { channel in
+        let routerPipeline = { @Sendable (channel: any Channel) -> EventLoopFuture<Void> in
             http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
                 let pipeline = channel.pipeline.syncOperations
                 let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
@@ -94,6 +97,12 @@ struct HTTPListener: Service {
                 try pipeline.addHandler(CloseOnErrorHandler())
                 Task { await http1.handle(value: value, logger: logger) }
             }
-        })
+        }
+        if let polls {
+            try pipeline.addHandler(PollConnectionHandler(polls, handOn: routerPipeline))
+        } else {
+            // The operations listener: the router alone.
+            routerPipeline(channel).whenFailure { _ in channel.close(promise: nil) }
+        }
     }
 }

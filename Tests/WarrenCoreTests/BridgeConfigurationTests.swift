@@ -172,6 +172,18 @@ import Testing
         }
     }
 
+    /// The operations listener is optional, an address, and not the public one.
+    @Test func internalListenIsAnotherAddress() throws {
+        #expect(try BridgeConfiguration.parse("").http.internalListen == "")
+        #expect(try BridgeConfiguration.parse("[http]\ninternal_listen = \"127.0.0.1:9090\"\n").http.internalListen == "127.0.0.1:9090")
+        #expect(try BridgeConfiguration.parse("", environment: ["WARREN_HTTP_INTERNAL_LISTEN": "[::1]:9090"]).http.internalListen == "[::1]:9090")
+        #expect(key(of: "[http]\ninternal_listen = \"9090\"\n") == "http.internal_listen")
+        #expect(key(of: "[http]\ninternal_listen = \"127.0.0.1:8080\"\n") == "http.internal_listen")
+        #expect(key(of: "[http]\nlisten = \"0.0.0.0:8080\"\ninternal_listen = \"10.0.0.5:8080\"\n[auth]\nallow_insecure = true\n") == "http.internal_listen")
+        // Another interface on the same port is another address.
+        #expect(key(of: "[http]\nlisten = \"127.0.0.1:8080\"\ninternal_listen = \"127.0.0.2:8080\"\n") == nil)
+    }
+
     @Test func publicKeyModesNeedAReadableKey() throws {
         let base = "[auth]\nmode = \"token\"\n" + Self.secret
         #expect(key(of: base + "algorithm = \"RS256\"\n") == "auth.public_key_file")

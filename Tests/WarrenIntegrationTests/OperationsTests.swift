@@ -21,6 +21,7 @@ struct OperationsTests {
         ("[limits]\noutbound_hard_cap_bytes = -1\n", "limits.outbound_hard_cap_bytes"),
         ("[websocket]\nslow_grace = 601\n", "websocket.slow_grace"),
         ("[http]\nbacklog = 0\n", "http.backlog"),
+        ("[http]\ninternal_listen = \"127.0.0.1:8080\"\n", "http.internal_listen"),
         ("[log]\nlevel = \"loud\"\n", "log.level"),
         ("[nonsense]\na = 1\n", "nonsense"),
         ("[amqp\nurl = 1\n", "(file)"),
@@ -88,6 +89,37 @@ struct OperationsTests {
             #expect(await c.closedByServer(within: .seconds(30)), "\(request): \(c.text)")
             #expect(c.text.hasPrefix("HTTP/1.1 20"), "\(request): \(c.text)")
         }
+    }
+
+    /// With `http.internal_listen`, the operations endpoints (metrics, stats, dashboard) move to
+    /// a port of their own, which serves nothing else; the public port keeps the health checks
+    /// (load balancers probe it) and the clients' endpoints, and answers the others 404.
+    @Test func operationsEndpointsMoveToTheInternalListener() async throws {
+        let inside = try freePort()
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_INTERNAL_LISTEN": "127.0.0.1:\(inside)"])
+        defer { Task { await warren.stop() } }
+        for path in ["/metrics", "/v1/stats", "/dashboard"] {
+            #expect(try await HTTPTestClient.request(.GET, port: warren.port, path).status == 404, "\(path) on the public port")
+            #expect(try await HTTPTestClient.request(.GET, port: inside, path).status == 200, "\(path) on the internal port")
+        }
+        for path in ["/healthz", "/readyz"] {
+            #expect(try await HTTPTestClient.request(.GET, port: warren.port, path).status == 200, "\(path) on the public port")
+            #expect(try await HTTPTestClient.request(.GET, port: inside, path).status == 200, "\(path) on the internal port")
+        }
+        // The clients' endpoints are the public port's alone.
+        let alice = uniqueUser("ops")
+        let body = #"{"route":"room.inside","body":"counted"}"#
+        #expect(try await HTTPTestClient.request(.POST, port: inside, "/v1/messages?user=\(alice)", body: body).status == 404)
+        #expect(try await HTTPTestClient.request(.GET, port: inside, "/v1/ws?user=\(alice)").status == 404)
+        #expect(try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)", body: body).status == 202)
+        // What the public port did shows on the internal one.
+        let metrics = try await HTTPTestClient.request(.GET, port: inside, "/metrics").body
+        #expect(metrics.contains("warren_messages_total{") && metrics.contains("frontend=\"poll\""), "\(metrics)")
+        // The same hostile-HTTP handling: an HTTP/1.0 request ends its connection.
+        let c = try await RawConnection.open(port: inside)
+        try await c.send("GET /metrics HTTP/1.0\r\n\r\n")
+        #expect(await c.closedByServer(within: .seconds(30)), "\(c.text)")
+        #expect(c.text.hasPrefix("HTTP/1.1 200"), "\(c.text)")
     }
 
     /// SIGHUP (a reload to most daemons, or a terminal hanging up) is noted and ignored: the

@@ -36,6 +36,9 @@ public struct BridgeConfiguration: Sendable {
 
     public struct HTTP: Sendable {
         public var listen: String = "127.0.0.1:8080"
+        /// When set, `/metrics`, `/v1/stats` and `/dashboard` are served on this address (with
+        /// `/healthz` and `/readyz`) and no longer on `listen`; empty: everything on `listen`.
+        public var internalListen: String = ""
         /// Seconds a new connection has to send its first complete request head.
         public var headerTimeout: Int = 10
         /// Seconds an idle keep-alive HTTP connection is kept.
@@ -167,6 +170,18 @@ public struct BridgeConfiguration: Sendable {
         config.http.listen = try source.string("http", "listen", default: config.http.listen)
         guard HostAndPort(config.http.listen) != nil else {
             throw source.error("http", "listen", "must be host:port")
+        }
+        config.http.internalListen = try source.string("http", "internal_listen", default: config.http.internalListen)
+        if !config.http.internalListen.isEmpty {
+            guard let inside = HostAndPort(config.http.internalListen) else {
+                throw source.error("http", "internal_listen", "must be host:port, or empty to serve the operations endpoints on http.listen")
+            }
+            let outside = HostAndPort(config.http.listen)!
+            let wildcard = ["0.0.0.0", "::"]
+            guard inside.port == 0 || inside.port != outside.port
+                  || (inside.host != outside.host && !wildcard.contains(inside.host) && !wildcard.contains(outside.host)) else {
+                throw source.error("http", "internal_listen", "must use another port than http.listen (\(config.http.listen))")
+            }
         }
 
         let level = try source.string("log", "level", default: "info")
@@ -362,7 +377,7 @@ extension BridgeConfiguration {
                   "tls_ca_file = \(q(amqp.client.tlsOptions.caFile ?? ""))", "tls_cert_file = \(q(amqp.client.tlsOptions.certificateFile ?? ""))",
                   "tls_key_file = \(q(amqp.client.tlsOptions.privateKeyFile ?? ""))",
                   "tls_server_name = \(q(amqp.client.tlsOptions.serverName ?? ""))", ""]
-        lines += ["[http]", "listen = \(q(http.listen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))",
+        lines += ["[http]", "listen = \(q(http.listen))", "internal_listen = \(q(http.internalListen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))",
                   "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)", "backlog = \(http.backlog)",
                   "tls_cert_file = \(q(http.tlsCertificateFile ?? ""))", "tls_key_file = \(q(http.tlsKeyFile ?? ""))", ""]
         lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
