@@ -42,6 +42,39 @@ import Testing
         #expect(HostAndPort(c.http.listen) == HostAndPort("[::1]:9000"))
     }
 
+    /// A misspelt variable (`WARREN_HTTP_LISTN`) is refused as an unknown key in the file is;
+    /// every key the shipped file documents can be set from the environment; variables outside
+    /// the configuration's sections (`WARREN_TOKEN`, the scripts' own) are not Warren's.
+    @Test func unknownEnvironmentVariablesOfASectionAreRefused() throws {
+        #expect(throws: ConfigError(key: "WARREN_HTTP_LISTN", reason: "unknown key (no http.listn in bridge.toml)")) {
+            try BridgeConfiguration.parse("", environment: ["WARREN_HTTP_LISTN": "0.0.0.0:8080"])
+        }
+        #expect(throws: ConfigError.self) { try BridgeConfiguration.parse(Self.shipped, environment: ["WARREN_ROUTE_NAME": "rooms"]) }
+        #expect(throws: Never.self) {
+            try BridgeConfiguration.parse("", environment: ["WARREN_TOKEN": "x", "WARREN_RABBITMQ_DIR": "/tmp", "WARREN_BINARY": "w",
+                                                            "WARREN_": "", "WARREN_HTTP": "", "PATH": "/bin"])
+        }
+        // Each key of the shipped file, set (to its shipped value) from the environment alone.
+        var section = ""
+        var checked: Set<String> = []
+        for raw in Self.shipped.split(separator: "\n") {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("[") { section = line.trimmingCharacters(in: CharacterSet(charactersIn: "[]")); continue }
+            guard !line.hasPrefix("#"), section != "route", let eq = line.firstIndex(of: "=") else { continue }
+            let key = line[..<eq].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            value = value.trimmingCharacters(in: CharacterSet(charactersIn: "\"[]")).replacingOccurrences(of: "\", \"", with: ",")
+            let name = "WARREN_\(section.uppercased())_\(key.uppercased())"
+            checked.insert(name)
+            do {
+                _ = try BridgeConfiguration.parse("", environment: [name: value])
+            } catch {
+                #expect(!error.reason.hasPrefix("unknown key"), "\(name)=\(value): \(error)")
+            }
+        }
+        #expect(checked.count > 70 && checked.contains("WARREN_HTTP_INTERNAL_LISTEN") && checked.contains("WARREN_NODE_ID"), "\(checked.sorted())")
+    }
+
     @Test func errorsNameKeyLineAndReason() {
         let text = """
         [amqp]

@@ -42,6 +42,15 @@ struct OperationsTests {
         #expect(await check.waitForExit() == 0, "\(check.log)")
     }
 
+    /// A variable in a section's namespace that names no key (cors_origin is in [http], not
+    /// [poll]) was silently ignored, so the page on another origin could not poll and nothing
+    /// said why; it is refused as an unknown key in the file is.
+    @Test func aMisspeltVariableIsRefused() async throws {
+        let check = try WarrenProcess(["check", "--config", "bridge.toml"], environment: ["WARREN_POLL_CORS_ORIGIN": "https://chat.example.com"])
+        #expect(await check.waitForExit() == 78)
+        #expect(check.log.contains("WARREN_POLL_CORS_ORIGIN: unknown key"), "\(check.log)")
+    }
+
     /// Load balancers and uptime checks probe with HEAD (RFC 9110 asks every server for it):
     /// the read-only endpoints answer it with their head alone, keep-alive framing intact. A
     /// HEAD of a poll is no poll: it takes nothing.

@@ -356,8 +356,10 @@ public struct BridgeConfiguration: Sendable {
         config.presence.enabled = try source.bool("presence", "enabled", default: config.presence.enabled)
         config.presence.timeoutSeconds = try source.int("presence", "timeout", default: config.presence.timeoutSeconds, range: 3...3600)
 
-        if let unknown = source.unknownKeys(knownSections: ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
-                                                            "inbox", "limits", "poll", "store", "presence", "shutdown"]).first { throw unknown }
+        let sections: Set<String> = ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
+                                     "inbox", "limits", "poll", "store", "presence", "shutdown"]
+        if let unknown = source.unknownKeys(knownSections: sections).first { throw unknown }
+        if let unknown = source.unknownEnvironment(knownSections: sections).first { throw unknown }
         return config
     }
 }

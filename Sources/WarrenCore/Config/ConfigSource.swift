@@ -154,6 +154,24 @@ struct ConfigSource {
         }
         return errors
     }
+
+    /// Every `WARREN_<SECTION>_<KEY>` variable of a known section that names no key a reader
+    /// asked for (`WARREN_HTTP_LISTN`): a typo that would otherwise be silently ignored, as an
+    /// unknown key in the file is not. Variables outside the sections (`WARREN_TOKEN` for
+    /// `warren chat`, the scripts' own) are not Warren's configuration and are left alone.
+    func unknownEnvironment(knownSections: Set<String>) -> [ConfigError] {
+        let read = Set(consumed.map { name -> String in
+            let parts = name.split(separator: ".", maxSplits: 1)
+            return Self.envName(String(parts[0]), String(parts[1]))
+        })
+        var errors: [ConfigError] = []
+        for name in environment.keys.sorted() where name.hasPrefix("WARREN_") && !read.contains(name) {
+            let rest = name.dropFirst("WARREN_".count)
+            guard let underscore = rest.firstIndex(of: "_"), knownSections.contains(rest[..<underscore].lowercased()) else { continue }
+            errors.append(ConfigError(key: name, reason: "unknown key (no \(rest[..<underscore].lowercased()).\(rest[rest.index(after: underscore)...].lowercased()) in bridge.toml)"))
+        }
+        return errors
+    }
 }
 
 extension String {
