@@ -165,4 +165,14 @@ struct OperationsTests {
         #expect(token.log.contains("cannot sign tokens"), "\(token.log)")
         #expect(!token.log.contains("Usage:"), "\(token.log)")
     }
+
+    /// A bad `--user` or `--ttl` is a usage error of `warren token` (EX_USAGE, its own usage
+    /// line), not the root command's.
+    @Test(arguments: [["--user", "al ice"], ["--user", "alice", "--ttl", "1.5h"]])
+    func tokenArgumentsAreItsUsageErrors(arguments: [String]) async throws {
+        let token = try WarrenProcess(["token", "--config", "bridge.toml"] + arguments,
+                                      environment: ["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": String(repeating: "k", count: 32)])
+        #expect(await token.waitForExit() == 64)
+        #expect(token.log.contains("Usage: warren token"), "\(token.log)")
+    }
 }
