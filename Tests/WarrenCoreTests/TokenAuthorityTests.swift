@@ -111,7 +111,41 @@ import Testing
         await keys.add(hmac: HMACKey(from: Self.secret), digestAlgorithm: .sha256)
         let token = try await keys.sign(NoExp(sub: SubjectClaim(value: "alice")))
         let authority = await TokenAuthority.hs256(secret: Self.secret)
-        await #expect(throws: ProtocolError.self) { try await authority.verify(token) }
+        await #expect(throws: ProtocolError(.unauthorized, "the token has no exp claim: Warren accepts only tokens that expire", ref: nil)) {
+            try await authority.verify(token)
+        }
+    }
+
+    /// A token whose signature verifies but whose claims are not what Warren reads is refused
+    /// naming the claim (someone writing their identity provider's rules needs to know which);
+    /// a bad signature is told apart from a token that is no JWT at all.
+    @Test func refusalsNameTheClaimOrTheSignature() async throws {
+        struct Claims<Exp: Codable & Sendable, Extra: Codable & Sendable>: JWTPayload {
+            var sub = "alice"
+            var exp: Exp
+            var warren: Extra
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: Self.secret), digestAlgorithm: .sha256)
+        let later = Int(Date().timeIntervalSince1970) + 3600
+        let authority = await TokenAuthority.hs256(secret: Self.secret)
+        let cases: [(String, String)] = [
+            (try await keys.sign(Claims(exp: "tomorrow", warren: ["subscribe": ["room.#"]])), "the token's exp claim must be a NumericDate (seconds since 1970)"),
+            (try await keys.sign(Claims(exp: later, warren: "room.#")),
+             #"the token's warren claim must be an object of pattern lists, like {"subscribe":["room.#"],"publish":["room.#"]}"#),
+            (try await keys.sign(Claims(exp: later, warren: ["subscribe": [5]])),
+             #"the token's warren claim must be an object of pattern lists, like {"subscribe":["room.#"],"publish":["room.#"]}"#),
+            (try await TokenAuthority.hs256(secret: Self.secret + "-other").mint(user: "alice", ttl: 60),
+             "invalid token: its signature does not verify with the configured key"),
+            ("not.a.token", "invalid token: malformed, or not signed with the configured algorithm"),
+        ]
+        for (token, reason) in cases {
+            await #expect(throws: ProtocolError(.unauthorized, reason, ref: nil)) { try await authority.verify(token) }
+        }
+        // The same claims, well formed, verify.
+        let fine = try await keys.sign(Claims(exp: later, warren: ["subscribe": ["room.#"]]))
+        #expect(try await authority.verify(fine).policy?.subscribe == ["room.#"])
     }
 
     @Test func pollSessionStringsAreNotTokensAndTokensAreNotSessions() async throws {

@@ -70,11 +70,15 @@ public final class TokenAuthority: Sendable {
         let payload: WarrenTokenPayload
         do {
             payload = try await verifier.verify(token, as: WarrenTokenPayload.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            throw ProtocolError(.unauthorized, "invalid token: its signature does not verify with the configured key", ref: nil)
         } catch {
-            throw ProtocolError(.unauthorized, "invalid token (bad signature, algorithm or claims)", ref: nil)
+            throw ProtocolError(.unauthorized, "invalid token: malformed, or not signed with the configured algorithm", ref: nil)
         }
+        if let problem = payload.problem { throw ProtocolError(.unauthorized, problem, ref: nil) }
+        guard let exp = payload.exp else { throw ProtocolError(.unauthorized, "the token has no exp claim", ref: nil) }
         let leeway = TimeInterval(rules.leeway)
-        guard payload.exp.value.addingTimeInterval(leeway) > now else {
+        guard exp.value.addingTimeInterval(leeway) > now else {
             throw ProtocolError(.unauthorized, Self.expired, ref: nil)
         }
         if let nbf = payload.nbf, nbf.value.addingTimeInterval(-leeway) > now {
@@ -102,7 +106,7 @@ public final class TokenAuthority: Sendable {
             do { try p.validate() } catch { throw ProtocolError(.unauthorized, "the token's warren claim is invalid: \(error)", ref: nil) }
             policy = p
         }
-        return VerifiedToken(user: user, expiresAt: payload.exp.value.addingTimeInterval(leeway), policy: policy)
+        return VerifiedToken(user: user, expiresAt: exp.value.addingTimeInterval(leeway), policy: policy)
     }
 
     /// The message of the refusal of a token past its `exp` (and the leeway).

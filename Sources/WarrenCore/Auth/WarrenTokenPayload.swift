@@ -9,7 +9,8 @@ import JWTKit
 /// so every other top-level claim with a string value is kept too.
 struct WarrenTokenPayload: JWTPayload {
     var sub: SubjectClaim?
-    var exp: ExpirationClaim
+    /// Required; nil only in a token refused for it (``problem``).
+    var exp: ExpirationClaim?
     var nbf: NotBeforeClaim?
     var iat: IssuedAtClaim?
     var aud: AudienceClaim?
@@ -17,6 +18,12 @@ struct WarrenTokenPayload: JWTPayload {
     var warren: WarrenClaim?
     /// The other top-level claims whose value is a string.
     var strings: [String: String] = [:]
+    /// Why a token whose signature verified is refused all the same: a claim Warren reads that
+    /// is not of its kind (a string `exp`, a `warren` claim that is no object of lists) or a
+    /// missing `exp`. Decoding never fails on these, so the refusal can say which claim it was
+    /// instead of "invalid token" (the signature has verified: the reason tells nobody anything
+    /// they could forge with).
+    private(set) var problem: String?
 
     init(sub: SubjectClaim?, exp: ExpirationClaim, nbf: NotBeforeClaim? = nil, iat: IssuedAtClaim? = nil,
          aud: AudienceClaim? = nil, iss: IssuerClaim? = nil, warren: WarrenClaim? = nil, strings: [String: String] = [:]) {
@@ -48,13 +55,25 @@ struct WarrenTokenPayload: JWTPayload {
 
     init(from decoder: any Decoder) throws {
         let known = try decoder.container(keyedBy: CodingKeys.self)
-        sub = try known.decodeIfPresent(SubjectClaim.self, forKey: .sub)
-        exp = try known.decode(ExpirationClaim.self, forKey: .exp)
-        nbf = try known.decodeIfPresent(NotBeforeClaim.self, forKey: .nbf)
-        iat = try known.decodeIfPresent(IssuedAtClaim.self, forKey: .iat)
-        aud = try known.decodeIfPresent(AudienceClaim.self, forKey: .aud)
-        iss = try known.decodeIfPresent(IssuerClaim.self, forKey: .iss)
-        warren = try known.decodeIfPresent(WarrenClaim.self, forKey: .warren)
+        var problem: String?
+        func read<T: Decodable>(_ key: CodingKeys, _ kind: String) -> T? {
+            do {
+                return try known.decodeIfPresent(T.self, forKey: key)
+            } catch {
+                if problem == nil { problem = "the token's \(key.stringValue) claim must be \(kind)" }
+                return nil
+            }
+        }
+        let date = "a NumericDate (seconds since 1970)"
+        sub = read(.sub, "a string")
+        exp = read(.exp, date)
+        nbf = read(.nbf, date)
+        iat = read(.iat, date)
+        aud = read(.aud, "a string or a list of strings")
+        iss = read(.iss, "a string")
+        warren = read(.warren, #"an object of pattern lists, like {"subscribe":["room.#"],"publish":["room.#"]}"#)
+        if problem == nil, exp == nil { problem = "the token has no exp claim: Warren accepts only tokens that expire" }
+        self.problem = problem
         let others = try decoder.container(keyedBy: OtherKey.self)
         for key in others.allKeys where CodingKeys(stringValue: key.stringValue) == nil {
             if let value = try? others.decode(String.self, forKey: key) { strings[key.stringValue] = value }
@@ -64,7 +83,7 @@ struct WarrenTokenPayload: JWTPayload {
     func encode(to encoder: any Encoder) throws {
         var known = encoder.container(keyedBy: CodingKeys.self)
         try known.encodeIfPresent(sub, forKey: .sub)
-        try known.encode(exp, forKey: .exp)
+        try known.encodeIfPresent(exp, forKey: .exp)
         try known.encodeIfPresent(nbf, forKey: .nbf)
         try known.encodeIfPresent(iat, forKey: .iat)
         try known.encodeIfPresent(aud, forKey: .aud)
