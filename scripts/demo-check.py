@@ -53,7 +53,11 @@ class Tab:
             if await self.js(expression):
                 return True
             await asyncio.sleep(0.1)
-        raise TimeoutError(f"not true within {timeout}s: {expression}")
+        # What the page shows, to tell why.
+        shown = await self.js("JSON.stringify({messages: document.getElementById('messages')?.textContent, "
+                              "conversations: document.getElementById('conversations')?.textContent, "
+                              "status: document.getElementById('status')?.textContent})")
+        raise TimeoutError(f"not true within {timeout}s: {expression}\npage: {shown}")
 
     async def screenshot(self, path):
         r = await self.call("Page.captureScreenshot", format="png")
