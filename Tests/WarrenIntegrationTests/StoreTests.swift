@@ -262,4 +262,26 @@ struct StoreTests {
             for s in [bobSocket, aliceSocket, laptop] { _ = await s.close() }
         }
     }
+
+    /// A second node started on the same broker with an SQLite store of its own (another file,
+    /// another working directory) consumes the store queue beside the first, and each keeps only
+    /// what it consumes: it says so at start. Nodes on one PostgreSQL share the queue as they
+    /// should, and say nothing (the check is made before "warren is ready").
+    @Test(arguments: StoreBackend.allCases) func aNodeWithAStoreOfItsOwnBesideAnotherSaysSo(_ backend: StoreBackend) async throws {
+        let firstStore = try await Self.makeDatabase(backend)
+        let secondStore = backend == .sqlite ? try await Self.makeDatabase(.sqlite) : firstStore
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let settings = ["WARREN_STORE_ENABLED": "true", "WARREN_STORE_QUEUE": queue]
+        let first = try await WarrenInstance.start(settings.merging(["WARREN_STORE_URL": firstStore.url]) { $1 })
+        let second = try await WarrenInstance.start(settings.merging(["WARREN_STORE_URL": secondStore.url]) { $1 }, exchange: first.exchange)
+        let warned = second.process.log.contains("already has 1 consumer(s)")
+        let firstWarned = first.process.log.contains("consumer(s)")
+        await second.stop()
+        await first.stop()
+        await firstStore.remove()
+        if backend == .sqlite { await secondStore.remove() }
+        try await Self.deleteQueue(queue)
+        #expect(warned == (backend == .sqlite), "\(second.process.log)")
+        #expect(!firstWarned, "the first node had the queue to itself: \(first.process.log)")
+    }
 }

@@ -58,13 +58,29 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// Declares and binds `warren.store` and starts consuming it.
     public func start() async throws {
         let admin = try await channels.administration()
-        try await admin.declareDurable(settings.queue, arguments: ["x-queue-type": .string("classic")])
+        let declared = try await admin.queueDeclare(settings.queue, durable: true, exclusive: false, autoDelete: false, passive: false,
+                                                    arguments: ["x-queue-type": .string("classic")], recordForRecovery: false)
+        if let warning = Self.sharingWarning(settings, otherConsumers: Int(declared.consumerCount)) {
+            logger.warning("\(warning)", metadata: ["queue": "\(settings.queue)", "consumers": "\(declared.consumerCount)"])
+        }
         for pattern in settings.patterns {
             try await admin.bind(queue: settings.queue, exchange: exchange, pattern: pattern, recorded: false)
         }
         consumer.withLockedValue { $0 = (true, nil) }
         let tag = try await channel.channel.startConsumer(queue: settings.queue, sink: self)
         consumer.withLockedValue { $0.tag = tag }
+    }
+
+    /// What to say when other consumers already read the store queue and this node's store is
+    /// an SQLite file: each node keeps only the messages it consumes, so nodes must share one
+    /// store — the same file (one host) or one PostgreSQL. A second Warren started beside the
+    /// first with a store of its own (another file, another working directory) silently kept
+    /// half of every conversation; nil when there is nothing to say.
+    static func sharingWarning(_ settings: StoreSettings, otherConsumers: Int) -> String? {
+        guard otherConsumers > 0, settings.url.hasPrefix("sqlite:") else { return nil }
+        return "\(settings.queue) already has \(otherConsumers) consumer(s): other Warren nodes write the conversation store "
+            + "from it, and each keeps only the messages it consumes. Every node must write the same store: this SQLite file "
+            + "(nodes on one host) or one PostgreSQL (store.url); a separate deployment on this broker needs a store.queue of its own"
     }
 
     /// Binds `warren.store` again with `store.patterns` (the exchange was deleted and declared
