@@ -169,6 +169,8 @@ struct PollingTests {
             gone = try await Self.liveSubscriptions(warren) == before
         }
         #expect(gone, "the idle session's subscription was dropped")
+        // One log line for the session's opening and one for its end, as for a WebSocket.
+        #expect(await warren.process.waitForLog("reason=no poll for poll.session_ttl"), "\(warren.process.log)")
         // Polling again opens the session afresh: the buffered message is gone, a new one comes.
         #expect(try await poller.poll(wait: 0).messages.isEmpty)
         _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"fresh","cid":"b2"}"#, expect: "puback")
@@ -190,6 +192,8 @@ struct PollingTests {
         #expect(try await Self.liveSubscriptions(warren) == before + 1)
         #expect(try await HTTPTestClient.request(.DELETE, port: warren.port, "/v1/poll/\(poller.session)?user=\(alice)").status == 204)
         #expect(try await Self.liveSubscriptions(warren) == before, "dropped when the 204 was answered")
+        #expect(await warren.process.waitForLog("poll session opened"), "\(warren.process.log)")
+        #expect(await warren.process.waitForLog("reason=deleted"), "\(warren.process.log)")
         let r = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(poller.session)?user=\(alice)")
         #expect(r.status == 404)
         await sender.close()

@@ -104,7 +104,7 @@ public final class PollService: Sendable {
             for key in matching.keys { s[key] = nil }
             return Array(matching.values)
         }
-        for session in open { await end(session) }
+        for session in open { await end(session, "deleted") }
     }
 
     /// `POST /v1/poll/<session>/ack` (and `?ack=` on a poll): acks what the answers up to `cursor`
@@ -291,7 +291,7 @@ public final class PollService: Sendable {
             s[token] = session
             return session
         }
-        if winner !== session { await end(session) }
+        if winner !== session { await end(session, nil) }  // another request opened it first
         // A DELETE that came while this was being opened found nothing here to drop: drop it now.
         if deleted.withLockedValue({ $0.tombstones[d.id] }) != nil {
             let removed = sessions.withLockedValue { s -> Bool in
@@ -299,21 +299,30 @@ public final class PollService: Sendable {
                 s[token] = nil
                 return true
             }
-            if removed { await end(winner) }
+            if removed { await end(winner, "deleted") }
             throw ProtocolError(.notFound, "no such session (deleted)", ref: nil)
+        }
+        if winner === session {
+            // One line per session opened on this node, as a WebSocket's connect (never per poll).
+            logger.info("poll session opened", metadata: ["user": "\(d.user)", "device": "\(d.device)", "session": "\(d.id.prefix(8))"])
         }
         return winner
     }
 
-    private func end(_ session: PollSession) async {
-        guard close(session) else { return }
+    private func end(_ session: PollSession, _ reason: String?) async {
+        guard close(session, reason) else { return }
         await session.client.end()
     }
 
     /// What ending a session does at once: marks it ended, frees its user's connection slot and
     /// answers its parked poll; true the first time (then ``ClientSession/end()`` is owed).
-    private func close(_ session: PollSession) -> Bool {
+    /// `reason`: why, for the log line a WebSocket's close has too (nil: it never opened here).
+    private func close(_ session: PollSession, _ reason: String?) -> Bool {
         guard session.markEnded() else { return false }
+        if let reason {
+            logger.info("poll session closed", metadata: ["user": "\(session.descriptor.user)", "session": "\(session.descriptor.id.prefix(8))",
+                                                          "reason": "\(reason)"])
+        }
         runtime.users.closeConnection(session.descriptor.user)
         session.output.close(code: CloseCode.normal, reason: "session ended")
         return true
@@ -335,7 +344,7 @@ public final class PollService: Sendable {
                     s[token] = nil
                     return true
                 }
-                if removed, close(session) { ending.append(session) }
+                if removed, close(session, "no poll for poll.session_ttl") { ending.append(session) }
             } else if idle > Self.inboxIdleGrace, session.hasInbox, session.client.inboxConsuming {
                 pausing.append(session)
             }
