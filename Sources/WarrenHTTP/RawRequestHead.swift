@@ -1,8 +1,10 @@
 import NIOCore
 
-/// The head of an HTTP/1.1 request as far as ``PollConnectionHandler`` needs it, read from the
+/// The head of an HTTP/1.1 or HTTP/1.0 request as far as ``PollConnectionHandler`` needs it, read from the
 /// raw bytes: method, target, and the few fields that decide whether the poll path may take
-/// the request, or whether it is a WebSocket handshake (RFC 6455 §4.2.1). Anything it is not
+/// the request, or whether it is a WebSocket handshake (RFC 6455 §4.2.1). An HTTP/1.0 request
+/// (nginx proxies with HTTP/1.0 unless told `proxy_http_version 1.1`) is answered, then its
+/// connection closed; it cannot be a handshake nor expect `100 Continue`. Anything it is not
 /// sure of (another HTTP version, a `Transfer-Encoding`, an `Expect` other than `100-continue`, an `Upgrade` that is not
 /// a complete version-13 WebSocket handshake, a folded or malformed line, a head over the
 /// limit) is `.other`, and the connection goes to hummingbird's full HTTP/1 parser, which
@@ -21,8 +23,10 @@ struct RawRequestHead: Equatable, Sendable {
     /// An `Origin` field was sent (a cross-origin browser request).
     var hasOrigin = false
     var contentLength = 0
-    /// `Connection: close`: answer, then close.
+    /// `Connection: close`, or HTTP/1.0: answer, then close.
     var close = false
+    /// An HTTP/1.0 request (else HTTP/1.1).
+    var http10 = false
     /// Bytes of the head, up to and including the blank line.
     var length: Int
     /// `Expect: 100-continue`: the client waits for `100 Continue` (or a final answer) before
@@ -66,6 +70,10 @@ struct RawRequestHead: Equatable, Sendable {
         var lines = LineIterator(head)
         guard let requestLine = lines.next(), let parsed = parseRequestLine(requestLine) else { return .other }
         var result = RawRequestHead(method: parsed.method, target: parsed.target, length: end - bytes.startIndex)
+        // HTTP/1.0: answered, then closed (a persistent 1.0 connection is the client's to ask
+        // for and the server's to refuse; RFC 9112 §9.3).
+        result.http10 = parsed.http10
+        result.close = parsed.http10
         var fields = 0
         var sawLength = false
         var upgrade = (asked: false, websocket: false, connection: false, version13: false)
@@ -112,6 +120,8 @@ struct RawRequestHead: Equatable, Sendable {
                 break
             }
         }
+        // HTTP/1.1's features are the full parser's to refuse in a 1.0 request.
+        if parsed.http10, upgrade.asked || upgrade.connection || result.webSocketKey != nil || result.expectsContinue { return .other }
         // An upgrade is taken only as a whole WebSocket handshake; a key alone means nothing.
         if upgrade.asked || upgrade.connection || result.webSocketKey != nil {
             guard upgrade.asked, upgrade.websocket, upgrade.connection, upgrade.version13, result.method == .get,
@@ -145,10 +155,12 @@ struct RawRequestHead: Equatable, Sendable {
         return false
     }
 
-    private static func parseRequestLine(_ line: Bytes) -> (method: Method, target: String)? {
+    private static func parseRequestLine(_ line: Bytes) -> (method: Method, target: String, http10: Bool)? {
         guard let firstSpace = line.firstIndex(of: UInt8(ascii: " ")),
               let lastSpace = line.lastIndex(of: UInt8(ascii: " ")), lastSpace > firstSpace + 1 else { return nil }
-        guard line[(lastSpace + 1)...].elementsEqual("HTTP/1.1".utf8) else { return nil }
+        let version = line[(lastSpace + 1)...]
+        let http10 = version.elementsEqual("HTTP/1.0".utf8)
+        guard http10 || version.elementsEqual("HTTP/1.1".utf8) else { return nil }
         let target = line[(firstSpace + 1)..<lastSpace]
         guard target.first == UInt8(ascii: "/"), target.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
         let method: Method
@@ -159,7 +171,7 @@ struct RawRequestHead: Equatable, Sendable {
         case let m where m.allSatisfy(isTokenByte): method = .other
         default: return nil
         }
-        return (method, String(decoding: UnsafeBufferPointer(rebasing: target), as: UTF8.self))
+        return (method, String(decoding: UnsafeBufferPointer(rebasing: target), as: UTF8.self), http10)
     }
 
     private static func isTokenByte(_ b: UInt8) -> Bool {

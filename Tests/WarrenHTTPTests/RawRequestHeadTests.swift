@@ -40,6 +40,18 @@ struct RawRequestHeadTests {
         #expect(!plain.expectsContinue)
     }
 
+    /// An HTTP/1.0 request (nginx's default to its upstreams) is taken too, and closes after
+    /// its answer whatever its Connection field says.
+    @Test func http10IsTakenAndCloses() {
+        for text in ["GET /v1/poll/a?wait=5 HTTP/1.0\r\n\r\n", "GET /v1/poll/a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+                     "POST /v1/messages HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}"] {
+            guard case .head(let head) = parse(text) else { Issue.record("not taken: \(text)"); continue }
+            #expect(head.close, "\(text)")
+        }
+        guard case .head(let kept) = parse("GET /v1/poll/a HTTP/1.1\r\nHost: x\r\n\r\n") else { Issue.record("1.1"); return }
+        #expect(!kept.close)
+    }
+
     @Test func waitsForTheBlankLine() {
         #expect(parse("GET /v1/poll/abc HTTP/1.1\r\nHost: x\r\n") == .incomplete)
         #expect(parse("GET /v1/po") == .incomplete)
@@ -47,7 +59,9 @@ struct RawRequestHeadTests {
 
     /// Whatever it is not sure of goes to the full parser (which answers or refuses it).
     @Test(arguments: [
-        "GET /v1/poll/a HTTP/1.0\r\n\r\n",
+        "GET /v1/poll/a HTTP/2.0\r\n\r\n",
+        "GET /v1/ws HTTP/1.0\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        "POST /v1/messages HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
         "GET /v1/poll/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
         "POST /v1/poll HTTP/1.1\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n",
         "POST /v1/poll HTTP/1.1\r\nExpect: 100-continue\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",

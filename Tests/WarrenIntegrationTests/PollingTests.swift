@@ -230,6 +230,27 @@ struct PollingTests {
         await sender.close()
     }
 
+    /// nginx proxies to its upstreams with HTTP/1.0 unless told otherwise: an HTTP/1.0 long-poll
+    /// (with or without `Connection: keep-alive`) parks, is woken by a publish, is answered
+    /// with the message, and its connection closes.
+    @Test func anHTTP10LongPollIsWokenAnsweredAndClosed() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600"])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let room = "room.ten\(UUID().uuidString.prefix(6).lowercased())"
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
+        let sender = try await warren.socket(bob)
+        for (index, connection) in ["", "Connection: keep-alive\r\n"].enumerated() {
+            let c = try await RawConnection.open(port: warren.port)
+            try await c.send("GET /v1/poll/\(poller.session)?user=\(alice)&wait=20 HTTP/1.0\r\n\(connection)\r\n")
+            // Parked: the server's sentinel is the answer that comes only after the publish below.
+            _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"ten\#(index)","cid":"t\#(index)"}"#, expect: "puback")
+            #expect(await c.closedByServer(within: .seconds(30)), "\(c.text)")
+            #expect(c.text.hasPrefix("HTTP/1.1 200") && c.text.contains("\"ten\(index)\""), "\(c.text)")
+        }
+        await sender.close()
+    }
+
     /// A client that sends `Expect: 100-continue` (curl for large bodies, older libcurl from
     /// 1 KB) holds its body back until told: it is told at once (RFC 9110 §10.1.1), not left to
     /// its own timeout (a second, for curl), and a body over the limit is refused before it is sent.
