@@ -12,10 +12,9 @@ struct ConfigOption: ParsableArguments {
     /// usage text follows it.
     func load() throws -> BridgeConfiguration {
         let text: String
-        do {
-            text = try String(contentsOfFile: config, encoding: .utf8)
-        } catch {
-            throw Self.fail("cannot read \(config): \(error.localizedDescription)")
+        switch TextFile.read(config) {
+        case .success(let contents): text = contents
+        case .failure(let failure): throw Self.fail("cannot read \(config): \(failure)")
         }
         do {
             return try BridgeConfiguration.parse(text, environment: ProcessInfo.processInfo.environment)

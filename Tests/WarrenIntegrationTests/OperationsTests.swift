@@ -51,6 +51,17 @@ struct OperationsTests {
         #expect(check.log.contains("WARREN_POLL_CORS_ORIGIN: unknown key"), "\(check.log)")
     }
 
+    /// With no file at all, the embedded defaults: `--config /dev/null` is a device, which
+    /// Foundation's string reader refused as "you don't have permission".
+    @Test func anEmptyConfigurationFromADeviceIsTheDefaults() async throws {
+        let check = try WarrenProcess(["check", "--config", "/dev/null"], environment: ["WARREN_HTTP_LISTEN": "127.0.0.1:8089"])
+        #expect(await check.waitForExit() == 0, "\(check.log)")
+        #expect(check.log.contains("listen = \"127.0.0.1:8089\""), "\(check.log)")
+        let missing = try WarrenProcess(["check", "--config", "/nonexistent/bridge.toml"])
+        #expect(await missing.waitForExit() == 78)
+        #expect(missing.log.contains("cannot read /nonexistent/bridge.toml: No such file or directory"), "\(missing.log)")
+    }
+
     /// Load balancers and uptime checks probe with HEAD (RFC 9110 asks every server for it):
     /// the read-only endpoints answer it with their head alone, keep-alive framing intact. A
     /// HEAD of a poll is no poll: it takes nothing.

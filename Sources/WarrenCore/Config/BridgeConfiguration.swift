@@ -216,10 +216,7 @@ public struct BridgeConfiguration: Sendable {
         config.auth.secret = try source.string("auth", "secret", default: "")
         let secretFile = try source.string("auth", "secret_file", default: "")
         if !secretFile.isEmpty {
-            guard let data = FileManager.default.contents(atPath: secretFile),
-                  let text = String(data: data, encoding: .utf8) else {
-                throw source.error("auth", "secret_file", "cannot read \(secretFile)")
-            }
+            let text = try source.file("auth", "secret_file", secretFile)
             config.auth.secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         if authMode == .token, config.auth.secret.utf8.count < 32 {
@@ -234,10 +231,7 @@ public struct BridgeConfiguration: Sendable {
         for (key, keyPath) in [("public_key_file", \Auth.publicKeyPEM), ("private_key_file", \Auth.privateKeyPEM)] {
             let path = try source.string("auth", key, default: "")
             guard !path.isEmpty else { continue }
-            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-                throw source.error("auth", key, "cannot read \(path)")
-            }
-            config.auth[keyPath: keyPath] = text
+            config.auth[keyPath: keyPath] = try source.file("auth", key, path)
         }
         if authMode == .token, tokenAlgorithm != .hs256 {
             guard config.auth.publicKeyPEM != nil || config.auth.privateKeyPEM != nil else {

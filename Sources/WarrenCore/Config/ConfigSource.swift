@@ -46,6 +46,14 @@ struct ConfigSource {
         error(section, key, fromEnv: environment[Self.envName(section, key)] != nil, reason)
     }
 
+    /// The text of the file a key names; else this key's error saying why it cannot be read.
+    func file(_ section: String, _ key: String, _ path: String) throws(ConfigError) -> String {
+        switch TextFile.read(path) {
+        case .success(let text): return text
+        case .failure(let failure): throw error(section, key, "cannot read \(path): \(failure)")
+        }
+    }
+
     private func error(_ section: String, _ key: String, fromEnv: Bool, _ reason: String) -> ConfigError {
         fromEnv ? ConfigError(key: Self.envName(section, key), reason: reason)
             : ConfigError(key: "\(section).\(key)", line: line(of: section, key), reason: reason)
