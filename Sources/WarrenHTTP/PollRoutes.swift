@@ -175,9 +175,13 @@ struct PollRoutes: Sendable {
         }
     }
 
+    /// `wait` or `max` from the query: a non-negative integer. One too large for an `Int` is still a
+    /// number (clamped by the caller to `poll.max_wait` / `poll.max_batch`, as DESIGN §5 says of
+    /// any value above them), not a 400.
     static func nonNegative(_ raw: String?, name: String, default value: Int) -> Result<Int, ProtocolError> {
         guard let raw else { return .success(value) }
-        guard let n = Int(raw), n >= 0 else { return .failure(ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil)) }
-        return .success(n)
+        if let n = Int(raw), n >= 0 { return .success(n) }
+        if !raw.isEmpty, raw.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) { return .success(Int.max) }
+        return .failure(ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil))
     }
 }

@@ -314,6 +314,9 @@ struct PollingTests {
         expectError(try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(alice)&wait=soon"), 400, "bad_frame", "wait=soon")
         let clamped = try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(alice)&max=1000000")
         #expect(clamped.status == 200, "max above poll.max_batch is clamped")
+        // Past what an integer holds is still above the limit: clamped too, not a 400.
+        let huge = try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(alice)&max=99999999999999999999")
+        #expect(huge.status == 200, "\(huge.status) \(huge.body)")
         // Someone else's session is not found.
         expectError(try await HTTPTestClient.request(.GET, port: port, "/v1/poll/\(poller.session)?user=\(uniqueUser("eve"))"), 404, "not_found", "foreign session")
         // Deleting ends the session.
