@@ -180,8 +180,9 @@ struct PollRoutes: Sendable {
     /// any value above them), not a 400.
     static func nonNegative(_ raw: String?, name: String, default value: Int) -> Result<Int, ProtocolError> {
         guard let raw else { return .success(value) }
-        if let n = Int(raw), n >= 0 { return .success(n) }
-        if !raw.isEmpty, raw.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) { return .success(Int.max) }
-        return .failure(ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil))
+        guard let n = Query.integer(raw), n >= 0 else {
+            return .failure(ProtocolError(.badFrame, "\(name) must be a non-negative integer", ref: nil))
+        }
+        return .success(n)
     }
 }

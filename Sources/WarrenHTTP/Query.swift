@@ -51,6 +51,18 @@ struct Query {
         }
     }
 
+    /// A query value that is a decimal integer (an optional sign, then digits), else nil. One past
+    /// `Int`'s range is clamped to it: still a number, above (or below) any limit its caller
+    /// clamps to, not malformed.
+    static func integer(_ raw: String) -> Int? {
+        if let n = Int(raw) { return n }
+        var digits = Substring(raw)
+        let negative = digits.first == "-"
+        if negative || digits.first == "+" { digits = digits.dropFirst() }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return negative ? Int.min : Int.max
+    }
+
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         let raw = String(decoding: bytes, as: UTF8.self)
         // Most values (session strings, cursors, numbers) need no decoding.

@@ -15,7 +15,7 @@ struct StoreRoutes: Sendable {
                 guard let route = query.items["route"] else { throw ProtocolError(.badFrame, "route is required", ref: nil) }
                 var limit: Int?
                 if let raw = query.items["limit"] {
-                    guard let n = Int(raw) else { throw ProtocolError(.badFrame, "limit must be an integer", ref: nil) }
+                    guard let n = Query.integer(raw) else { throw ProtocolError(.badFrame, "limit must be an integer", ref: nil) }
                     limit = n
                 }
                 let page = try await runtime().store().history(route: route, before: query.items["before"], limit: limit,

@@ -25,4 +25,12 @@ struct QueryTests {
         #expect(q.items["n0"] == "v")
         #expect(q.items["n4999"] == nil)
     }
+
+    @Test func integersPastTheRangeAreClampedAndAnythingElseIsNone() {
+        #expect(Query.integer("25") == 25)
+        #expect(Query.integer("-3") == -3)
+        #expect(Query.integer("99999999999999999999") == Int.max)
+        #expect(Query.integer("-99999999999999999999") == Int.min)
+        for raw in ["", "-", "+", "1e3", "0x1", " 1", "1.5", "abc", "１"] { #expect(Query.integer(raw) == nil, "\(raw)") }
+    }
 }

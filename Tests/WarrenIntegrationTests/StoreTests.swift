@@ -144,6 +144,9 @@ struct StoreTests {
             let older = try await Self.history(node, user: alice, "route=\(route)&limit=4&before=\(expected[2])")
             #expect(older.json?["messages"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(expected[..<2]))
             #expect(older.json?["more"]?.boolValue == false)
+            // A limit past what an integer holds is above store.max_page: clamped, not a 400.
+            let huge = try await Self.history(node, user: alice, "route=\(route)&limit=99999999999999999999")
+            #expect(huge.status == 200 && huge.json?["messages"]?.arrayValue?.count == expected.count, "\(huge.body)")
 
             // The store's figures on /metrics: batches written, the database up, the queue's lag.
             let metrics = try await HTTPTestClient.request(.GET, port: node.port, "/metrics").body
