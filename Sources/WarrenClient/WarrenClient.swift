@@ -576,15 +576,37 @@ public actor WarrenClient {
         pollSwitchTo = nil
         defer { pollOpen = false }
         let user = configuration.user
+        // The session opened with no subscriptions, dropped once there are some or polling ends.
+        var idleSession: String?
+        defer { if let idleSession { dropSession(Self.sessionPath(idleSession), cursor: nil) } }
         while !closed, pollSwitchTo == nil {
             pollRestart = false
             let subs = subscriptions
             if subs.isEmpty {
                 // Nothing to poll (publishing and the store work without a session): wait for a
-                // subscription, the close, or the next WebSocket try.
-                if !opened { opened = true; openedPolling() }
+                // subscription, the close, or the next WebSocket try. But open only once Warren
+                // answered: a session with no subscriptions checks the credentials and that the
+                // node is ready, as a WebSocket's upgrade does (a Warren before 2026-11-27 answers
+                // it 400, after both checks: as good an answer).
+                if !opened {
+                    do {
+                        idleSession = try await http.send("POST", "/v1/poll", body: Wire.PollCreate(subscriptions: [], device: configuration.device),
+                                                          token: token, user: user, as: Wire.PollSession.self).session
+                    } catch let e as WarrenError {
+                        if e.status == 401 { return Outcome(opened: false, unauthorized: true) }
+                        if e.status != 400 { return Outcome(opened: false) }
+                    } catch {
+                        return Outcome(opened: false)
+                    }
+                    opened = true
+                    openedPolling()
+                }
                 _ = try? await interruptibly { try await Task.sleep(for: .seconds(3600)) }
                 continue
+            }
+            if let idle = idleSession {
+                idleSession = nil
+                dropSession(Self.sessionPath(idle), cursor: nil)
             }
             let create = Wire.PollCreate(subscriptions: subs.map {
                 Wire.PollSubscription(id: $0.key, pattern: $0.value.pattern, mode: $0.value.mode.rawValue, presence: $0.value.presence ? true : nil)
@@ -609,7 +631,7 @@ public actor WarrenClient {
             if !opened { opened = true; openedPolling() }
             epoch += 1
             let mine = epoch
-            let path = "/v1/poll/" + (session.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? session)
+            let path = Self.sessionPath(session)
             var cursor: String?
             var outcome: Outcome?
             let http = self.http
@@ -648,14 +670,7 @@ public actor WarrenClient {
             // Leaving this session: what was handed out and moved past is acked, the session dropped.
             let finalCursor = pollAwaiting.isEmpty ? cursor : nil
             pollAwaiting = []
-            let token = self.token
-            Task {
-                if let finalCursor {
-                    _ = try? await http.send("POST", path + "/ack", body: Wire.Cursor(cursor: finalCursor), token: token, user: user,
-                                             as: NoAnswer.self)
-                }
-                _ = try? await http.send("DELETE", path, token: token, user: user, as: NoAnswer.self)
-            }
+            dropSession(path, cursor: finalCursor)
             if let outcome { return outcome }
         }
         if let next = pollSwitchTo {
@@ -663,6 +678,23 @@ public actor WarrenClient {
             return Outcome(opened: opened, switchTo: next)
         }
         return Outcome(opened: opened)
+    }
+
+    /// `/v1/poll/<session>`.
+    private static func sessionPath(_ session: String) -> String {
+        "/v1/poll/" + (session.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? session)
+    }
+
+    /// Acks `cursor` if given, then deletes the session, in the background.
+    private func dropSession(_ path: String, cursor: String?) {
+        let (http, token, user) = (self.http, self.token, configuration.user)
+        Task {
+            if let cursor {
+                _ = try? await http.send("POST", path + "/ack", body: Wire.Cursor(cursor: cursor), token: token, user: user,
+                                         as: NoAnswer.self)
+            }
+            _ = try? await http.send("DELETE", path, token: token, user: user, as: NoAnswer.self)
+        }
     }
 
     private func openedPolling() {

@@ -199,6 +199,23 @@ struct PollingTests {
         await sender.close()
     }
 
+    /// A session with no subscriptions, as a WebSocket with none (the clients open with one
+    /// before their first subscription, to learn that Warren answers and takes their credentials):
+    /// created, polled empty, deleted.
+    @Test func aSessionWithNoSubscriptionsIsASession() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice")
+        let created = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll?user=\(alice)", body: #"{"subscriptions":[]}"#)
+        #expect(created.status == 201, "\(created.body)")
+        let session = try #require(created.json?["session"]?.stringValue)
+        let polled = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?user=\(alice)&wait=0")
+        #expect(polled.status == 200 && polled.json?["messages"]?.arrayValue?.isEmpty == true, "\(polled.body)")
+        #expect(try await HTTPTestClient.request(.DELETE, port: warren.port, "/v1/poll/\(session)?user=\(alice)").status == 204)
+        let unauthenticated = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll", body: #"{"subscriptions":[]}"#)
+        #expect(unauthenticated.status == 401)
+    }
+
     /// Polls of a session open on this node are answered on the event loop, other requests by
     /// the router: a client that pipelines both on one connection gets every answer, in order.
     @Test func pipelinedPollsAndOtherRequestsAreAnsweredInOrder() async throws {

@@ -230,6 +230,44 @@ struct WarrenClientTests {
         await rig.stop()
     }
 
+    /// A client that only polls and has no subscription yet is open only once Warren answered
+    /// (a session with none checks the credentials and the node, as the WebSocket's upgrade
+    /// does): it said "open" at once before, with Warren unreachable.
+    @Test func aPollingClientWithNoSubscriptionOpensOnlyOnceWarrenAnswers() async throws {
+        let rig = try await Rig.start()
+        let kim = uniqueUser("kim"), lee = uniqueUser("lee")
+        rig.http.setDown(true)
+        var c = WarrenClientConfiguration(url: URL(string: "http://127.0.0.1:\(rig.http.port)")!, token: try await rig.token(kim))
+        c.transports = [.polling]
+        c.backoffInitial = .milliseconds(100)
+        c.backoffMax = .milliseconds(300)
+        let k = await WarrenClient.connect(c)
+        let seen = NIOLockedValueBox<[ClientState]>([])
+        // Every state until the first failed attempt's retry: never open in between.
+        let retried = await Self.state(of: k, within: .seconds(20)) { state in
+            seen.withLockedValue { $0.append(state) }
+            if case .connecting(let wait?) = state { return wait > .zero }
+            return false
+        }
+        #expect(retried, "\(seen.withLockedValue { $0 })")
+        #expect(!seen.withLockedValue { $0 }.contains { if case .open = $0 { true } else { false } }, "\(seen.withLockedValue { $0 })")
+        rig.http.setDown(false)
+        try await k.waitUntilOpen()
+        #expect(await k.transport == .polling)
+        // Open for real: a publish goes through, and a subscription made now is served.
+        let l = try await rig.client(lee, direct: true)
+        let inbox = Reader(try await l.subscribe("#.\(lee).#", mode: .inbox))
+        let route = [kim, lee].sorted().joined(separator: ".")
+        let sent = try await k.publish(route, "from a poller with no subscription")
+        #expect(try await inbox.next("the poller's publish").envelope.id == sent)
+        let mine = Reader(try await k.subscribe("#.\(kim).#", mode: .inbox))
+        _ = try await l.publish(route, "back to it")
+        #expect(try await mine.next("the reply over polling").envelope.body == "back to it")
+        await k.close()
+        await l.close()
+        await rig.stop()
+    }
+
     @Test func longPollsWhenTheWebSocketIsRefusedAndMovesBack() async throws {
         let rig = try await Rig.start()
         let ivan = uniqueUser("ivan"), jo = uniqueUser("jo")

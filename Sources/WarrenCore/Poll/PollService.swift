@@ -368,7 +368,6 @@ public final class PollService: Sendable {
     private func validate(_ subscriptions: [PollSubscription], rules: AccessRules)
         throws(ProtocolError) -> [(String, TopicPattern, SubscriptionMode, Bool)]
     {
-        guard !subscriptions.isEmpty else { throw ProtocolError(.badFrame, "subscriptions must not be empty", ref: nil) }
         guard subscriptions.count <= runtime.limits.maxSubscriptions else {
             runtime.metrics.limitHit(.poll, .subscriptions)
             throw ProtocolError(.rateLimited, "at most \(runtime.limits.maxSubscriptions) subscriptions per session", ref: nil)

@@ -508,6 +508,12 @@ export class WarrenClient {
         abort.abort();
       });
     };
+    // The session opened with no subscriptions, dropped once there are some or polling ends.
+    let idle = null;
+    const dropIdle = () => {
+      if (idle) this.request("DELETE", "/v1/poll/" + encodeURIComponent(idle)).catch(() => {});
+      idle = null;
+    };
     try {
       while (!this.closed && !switchTo) {
         restart = false;
@@ -516,13 +522,26 @@ export class WarrenClient {
         const subs = [...this.subs.values()];
         if (subs.length === 0) {
           // Nothing to poll (publishing and the store work without a session): wait for a
-          // subscription, the close, or the next WebSocket try.
-          if (!opened) { opened = true; this.openedPolling(); }
+          // subscription, the close, or the next WebSocket try. But open only once Warren
+          // answered: a session with no subscriptions checks the credentials and that the node
+          // is ready, as a WebSocket's upgrade does (a Warren before 2026-11-27 answers it 400,
+          // after both checks: as good an answer).
+          if (!opened) {
+            try {
+              idle = (await this.request("POST", "/v1/poll", { subscriptions: [], device: this.device }, { refreshed: true })).session;
+            } catch (e) {
+              if (e.status === 401) return { opened, unauthorized: true };
+              if (e.status !== 400) return { opened };
+            }
+            opened = true;
+            this.openedPolling();
+          }
           if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe();
           const wake = this.transports.includes("websocket") ? Math.max(100, nextProbe - Date.now()) : 2 ** 31 - 1;
           await sleep(wake, abort.signal);
           continue;
         }
+        dropIdle();
         let session;
         try {
           session = (await this.request("POST", "/v1/poll", {
@@ -570,6 +589,7 @@ export class WarrenClient {
       }
       return switchTo ? { opened, websocket: switchTo } : { opened };
     } finally {
+      dropIdle();
       this.poll = null;
     }
   }

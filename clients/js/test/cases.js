@@ -202,6 +202,33 @@ export const cases = [
     },
   },
   {
+    name: "a polling client with no subscription is open only once Warren answered",
+    async run(env) {
+      const kim = env.unique("kim"), lee = env.unique("lee");
+      await env.control("down");
+      const k = await env.connect({ user: kim, transports: ["polling"], backoff: { initial: 100, max: 300 }, wait: false });
+      const l = await env.connect({ user: lee, direct: true });
+      try {
+        // Every state until the first failed attempt's retry: never open in between.
+        const seen = [k.state];
+        await waitFor("a retry while Warren is unreachable", 15000, (resolve) => k.on("state", (s, detail) => {
+          seen.push(s);
+          if (s === "connecting" && detail?.retryInMs !== undefined) resolve();
+        }));
+        check(!seen.includes("open"), `open while Warren was unreachable: ${JSON.stringify(seen)}`);
+        await env.control("forward");
+        await stateIs(k, "open");
+        check(k.transport === "polling", `polling, got ${k.transport}`);
+        const inbox = collect(l, `#.${lee}.#`, { mode: "inbox" });
+        await inbox.sub.ready;
+        const route = [kim, lee].sort().join(".");
+        const sent = await k.publish(route, "from a poller with no subscription");
+        const got = await inbox.inbox.next("the poller's publish");
+        check(got.env.id === sent, `the poller's publish: ${JSON.stringify(got.env)}`);
+      } finally { k.close(); l.close(); await env.control("forward"); }
+    },
+  },
+  {
     name: "long-polling when /v1/ws is refused, and back to the WebSocket once it opens",
     async run(env) {
       const ivan = env.unique("ivan"), jo = env.unique("jo");
@@ -252,14 +279,15 @@ export function makeEnv({ connect, token, control, url, wsUrl, directUrl }) {
     token,
     control,
     unique: (prefix) => prefix + Math.random().toString(36).slice(2, 8),
+    /** The library's client for `user`, open unless `wait` is false. */
     async connect(options = {}) {
-      const { direct, user, ...rest } = options;
+      const { direct, user, wait = true, ...rest } = options;
       const o = { url: direct ? directUrl : url, backoff: { initial: 100, max: 1000 }, retryWebSocketMs: 500, pollWait: 10, ...rest };
       if (!direct) o.wsUrl = wsUrl;
       if (!o.token) o.token = await token(user, 600);
       if (!o.getToken) o.getToken = () => token(user, 600);
       const client = connect(o);
-      await stateIs(client, "open");
+      if (wait) await stateIs(client, "open");
       return client;
     },
   };
