@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import WarrenClient
+import struct WarrenCore.RouteKey
 
 /// `warren chat --user alice --to bob`: a terminal chat on ``WarrenClient`` — try Warren from a
 /// shell. Lines typed are published to the conversation; the conversation's history (when the
@@ -9,7 +10,8 @@ import WarrenClient
 /// Status goes to stderr. It ends at end of input (after the last line was acknowledged) or on
 /// SIGINT.
 ///
-/// This file imports the client library only: WarrenCore has types of the same names.
+/// This file imports the client library, and of WarrenCore only `RouteKey` (to check `--to`,
+/// `--user` and `--device` before connecting): WarrenCore has types of the same names.
 struct Chat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Chat from the terminal: lines you type go to --to, its messages are printed.")
 
@@ -26,6 +28,9 @@ struct Chat: AsyncParsableCommand {
         }
         guard URL(string: url)?.host != nil else { throw ValidationError("--url must be an http(s) URL, e.g. http://127.0.0.1:8080") }
         guard history >= 0 else { throw ValidationError("--history must be 0 or more") }
+        do { _ = try RouteKey(to) } catch { throw ValidationError("--to must be a user or a route: \(error)") }
+        if let user, !RouteKey.isValidWord(user) { throw ValidationError("--user must be \(RouteKey.wordRule)") }
+        guard RouteKey.isValidWord(device) else { throw ValidationError("--device must be \(RouteKey.wordRule)") }
     }
 
     func run() async throws {

@@ -186,4 +186,13 @@ struct OperationsTests {
         #expect(await token.waitForExit() == 64)
         #expect(token.log.contains("Usage: warren token"), "\(token.log)")
     }
+
+    /// `warren chat` refuses a `--to`, `--user` or `--device` Warren would refuse, before it
+    /// connects (it connected, then said "not sent (bad_route …)" at every line typed).
+    @Test(arguments: [["--to", "a..b"], ["--to", "bob", "--user", "x y"], ["--to", "bob", "--device", "a.b"]])
+    func chatArgumentsAreItsUsageErrors(arguments: [String]) async throws {
+        let chat = try WarrenProcess(["chat", "--user", "alice", "--url", "http://127.0.0.1:1"] + arguments)
+        #expect(await chat.waitForExit() == 64)
+        #expect(chat.log.contains("Usage: warren chat") && !chat.log.contains("connect"), "\(chat.log)")
+    }
 }
