@@ -29,6 +29,15 @@ import Testing
         let env = try BridgeConfiguration.parse("", environment: ["WARREN_AMQP_URL": "amqp://u:p@r1/%2f, amqp://u:p@r2:5673/%2f"])
         #expect(env.amqp.client.endpoints == [.init(host: "r1", port: 5672), .init(host: "r2", port: 5673)])
         #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[amqp]\nurl = [\"amqp://a\", 5]\n") }
+        // The file's own list form in the environment too (it was read as one URL, "scheme must be amqp://").
+        let listed = try BridgeConfiguration.parse("", environment: ["WARREN_AMQP_URL": #" ["amqp://u:p@r1/%2f", "amqp://u:p@r2:5673/%2f"] "#,
+                                                                     "WARREN_ACL_SUBSCRIBE": #"["room.#"]"#])
+        #expect(listed.amqp.client.endpoints == [.init(host: "r1", port: 5672), .init(host: "r2", port: 5673)])
+        #expect(listed.acl.subscribe == ["room.#"])
+        for bad in [#"["amqp://a", 5]"#, #"["amqp://a""#] {
+            let error = #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("", environment: ["WARREN_AMQP_URL": bad]) }
+            #expect(error?.key == "WARREN_AMQP_URL", "\(bad)")
+        }
     }
 
     @Test func environmentOverridesTheFile() throws {

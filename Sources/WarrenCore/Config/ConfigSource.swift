@@ -111,17 +111,29 @@ struct ConfigSource {
         return try stringArray(section, key, default: value)
     }
 
-    /// A list of strings; the environment form is comma-separated.
+    /// A list of strings; the environment form is comma-separated (`a, b`), or the file's own
+    /// form (`["a", "b"]`, as in bridge.toml and in JSON), which was read as one odd item.
     mutating func stringArray(_ section: String, _ key: String, default value: [String]) throws(ConfigError) -> [String] {
         consumed.insert("\(section).\(key)")
         if let env = environment[Self.envName(section, key)] {
-            return env.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let trimmed = env.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard trimmed.hasPrefix("[") else {
+                return env.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            }
+            guard let array = (try? TOMLTable(string: "list = " + trimmed))?["list"]?.array else {
+                throw error(section, key, fromEnv: true, "a list is a, b (comma-separated) or [\"a\", \"b\"]")
+            }
+            return try strings(array, section, key, fromEnv: true)
         }
         guard let raw = table[section]?.table?[key] else { return value }
         guard let array = raw.array else { throw error(section, key, fromEnv: false, "must be a list of strings") }
+        return try strings(array, section, key, fromEnv: false)
+    }
+
+    private func strings(_ array: TOMLArray, _ section: String, _ key: String, fromEnv: Bool) throws(ConfigError) -> [String] {
         var result: [String] = []
         for item in array {
-            guard let s = item.string else { throw error(section, key, fromEnv: false, "must be a list of strings") }
+            guard let s = item.string else { throw error(section, key, fromEnv: fromEnv, "must be a list of strings") }
             result.append(s)
         }
         return result
