@@ -22,10 +22,11 @@ public enum HTTPFrontend {
         let sockets = OpenSockets()
         let authenticator = Authenticator(configuration: configuration, tokens: tokens, metrics: link.metrics)
         let router = Router()
-        switch configuration.poll.corsOrigin {
-        case "": break
-        case "*": router.add(middleware: CORSMiddleware(allowOrigin: .all, allowMethods: [.get, .post, .delete, .head, .options]))
-        case let origin: router.add(middleware: CORSMiddleware(allowOrigin: .oneOf(origin), allowMethods: [.get, .post, .delete, .head, .options]))
+        let methods: [HTTPRequest.Method] = [.get, .post, .delete, .head, .options]
+        switch configuration.poll.corsOrigins {
+        case []: break
+        case ["*"]: router.add(middleware: CORSMiddleware(allowOrigin: .all, allowMethods: methods))
+        case let origins: router.add(middleware: AllowedOriginsMiddleware(origins, allowMethods: methods))
         }
         let polls = PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions)
         polls.register(on: router)
@@ -86,7 +87,7 @@ public enum HTTPFrontend {
         // within http.header_timeout (slowloris).
         // Pollers and WebSockets are served below hummingbird, on the event loop
         // (PollConnectionHandler, WebSocketConnectionHandler).
-        let door = PollConnectionContext(routes: polls, cors: !configuration.poll.corsOrigin.isEmpty,
+        let door = PollConnectionContext(routes: polls, cors: !configuration.poll.corsOrigins.isEmpty,
                                          idleTimeout: .seconds(Int64(configuration.http.idleTimeout)), webSockets: webSockets)
         let http1 = HTTP1Channel.Configuration(
             idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),

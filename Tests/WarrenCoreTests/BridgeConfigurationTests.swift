@@ -40,6 +40,22 @@ import Testing
         }
     }
 
+    /// `http.cors_origin`: one origin, several, or "*"; a value no browser's `Origin` could match
+    /// (a trailing slash, a path, no scheme) is refused instead of never matching.
+    @Test func corsOriginsAreOrigins() throws {
+        #expect(try BridgeConfiguration.parse("").poll.corsOrigins == [])
+        #expect(try BridgeConfiguration.parse("[http]\ncors_origin = \"https://Chat.example.com\"\n").poll.corsOrigins == ["https://chat.example.com"])
+        #expect(try BridgeConfiguration.parse("[http]\ncors_origin = [\"https://a.example\", \"http://localhost:3000\"]\n").poll.corsOrigins
+                == ["https://a.example", "http://localhost:3000"])
+        #expect(try BridgeConfiguration.parse("", environment: ["WARREN_HTTP_CORS_ORIGIN": "*"]).poll.corsOrigins == ["*"])
+        for bad in ["https://chat.example.com/", "chat.example.com", "https://a.example/app", "https://a.example?x=1", "*, https://a.example"] {
+            let error = #expect(throws: ConfigError.self, "\(bad)") {
+                try BridgeConfiguration.parse("", environment: ["WARREN_HTTP_CORS_ORIGIN": bad])
+            }
+            #expect(error?.key == "WARREN_HTTP_CORS_ORIGIN")
+        }
+    }
+
     @Test func environmentOverridesTheFile() throws {
         let c = try BridgeConfiguration.parse(Self.shipped, environment: [
             "WARREN_AMQP_URL": "amqp://u:p@broker:5673/v",

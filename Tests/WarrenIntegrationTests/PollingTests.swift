@@ -344,8 +344,13 @@ struct PollingTests {
     }
 
     @Test func corsLetsABrowserPageOnAnotherOriginPoll() async throws {
-        let warren = try await WarrenInstance.start(["WARREN_HTTP_CORS_ORIGIN": "https://chat.example"])
+        // Two origins (a list: hummingbird's own middleware takes one or any).
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_CORS_ORIGIN": "https://chat.example, http://localhost:3000"])
         defer { Task { await warren.stop() } }
+        let second = try await HTTPTestClient.request(.OPTIONS, port: warren.port, "/v1/poll", headers: [
+            ("Origin", "http://localhost:3000"), ("Access-Control-Request-Method", "POST"),
+        ])
+        #expect(second.header("Access-Control-Allow-Origin") == "http://localhost:3000")
         let preflight = try await HTTPTestClient.request(.OPTIONS, port: warren.port, "/v1/messages", headers: [
             ("Origin", "https://chat.example"), ("Access-Control-Request-Method", "POST"),
         ])
@@ -358,5 +363,10 @@ struct PollingTests {
         let other = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
                                                     body: #"{"route":"room.cors","body":"x"}"#, headers: [("Origin", "https://evil.example")])
         #expect(other.header("Access-Control-Allow-Origin") == nil)
+        #expect(other.status == 202, "a request from elsewhere is served, its page only cannot read the answer")
+        let otherPreflight = try await HTTPTestClient.request(.OPTIONS, port: warren.port, "/v1/messages", headers: [
+            ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST"),
+        ])
+        #expect(otherPreflight.header("Access-Control-Allow-Origin") == nil)
     }
 }

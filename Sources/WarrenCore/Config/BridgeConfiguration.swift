@@ -296,7 +296,14 @@ public struct BridgeConfiguration: Sendable {
         config.poll.maxBatch = try source.int("poll", "max_batch", default: config.poll.maxBatch, range: 1...10_000)
         config.poll.lease = try source.int("poll", "lease", default: config.poll.lease, range: 1...3600)
         config.poll.maxLength = try source.int("poll", "max_length", default: config.poll.maxLength, range: 1...10_000_000)
-        config.poll.corsOrigin = try source.string("http", "cors_origin", default: config.poll.corsOrigin)
+        // Lower-cased: a browser sends its origin's scheme and host so, and nothing else is in one.
+        config.poll.corsOrigins = try source.stringOrArray("http", "cors_origin", default: config.poll.corsOrigins)
+            .filter { !$0.isEmpty }.map { $0.lowercased() }
+        for origin in config.poll.corsOrigins where !(origin == "*" && config.poll.corsOrigins.count == 1) && !Self.isOrigin(origin) {
+            throw source.error("http", "cors_origin", origin == "*"
+                ? "\"*\" allows every origin: it stands alone, not in a list"
+                : "\(origin) is not an origin: scheme://host or scheme://host:port, with no path, not even a trailing /")
+        }
 
         config.limits.maxMessageBytes = try source.int("limits", "max_message_bytes", default: config.limits.maxMessageBytes,
                                                        range: 256...BridgeLimits.largestMessageBytes)
@@ -373,7 +380,7 @@ extension BridgeConfiguration {
                   "tls_ca_file = \(q(amqp.client.tlsOptions.caFile ?? ""))", "tls_cert_file = \(q(amqp.client.tlsOptions.certificateFile ?? ""))",
                   "tls_key_file = \(q(amqp.client.tlsOptions.privateKeyFile ?? ""))",
                   "tls_server_name = \(q(amqp.client.tlsOptions.serverName ?? ""))", ""]
-        lines += ["[http]", "listen = \(q(http.listen))", "internal_listen = \(q(http.internalListen))", "demo = \(demo)", "cors_origin = \(q(poll.corsOrigin))",
+        lines += ["[http]", "listen = \(q(http.listen))", "internal_listen = \(q(http.internalListen))", "demo = \(demo)", "cors_origin = \(poll.corsOrigins.count <= 1 ? q(poll.corsOrigins.first ?? "") : list(poll.corsOrigins))",
                   "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)", "backlog = \(http.backlog)",
                   "tls_cert_file = \(q(http.tlsCertificateFile ?? ""))", "tls_key_file = \(q(http.tlsKeyFile ?? ""))", ""]
         lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
@@ -406,5 +413,15 @@ extension BridgeConfiguration {
         lines += ["[log]", "level = \(q(log.level.rawValue))", "format = \(q(log.json ? "json" : "text"))", ""]
         lines += ["[node]", "id = \(q(nodeID))"]
         return lines.joined(separator: "\n")
+    }
+}
+
+extension BridgeConfiguration {
+    /// A web origin as a browser's `Origin` header carries it: `scheme://host` or
+    /// `scheme://host:port`, nothing after (a trailing `/` would never match one).
+    static func isOrigin(_ text: String) -> Bool {
+        guard !text.hasSuffix("/"), let c = URLComponents(string: text), let scheme = c.scheme, !scheme.isEmpty,
+              let host = c.host, !host.isEmpty else { return false }
+        return c.percentEncodedPath.isEmpty && c.query == nil && c.fragment == nil && c.user == nil && c.password == nil
     }
 }

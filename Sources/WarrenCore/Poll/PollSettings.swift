@@ -17,8 +17,9 @@ public struct PollSettings: Sendable, Equatable {
     /// Live deliveries a node buffers for one session at most (oldest dropped): a poller that
     /// stops polling cannot grow it without bound.
     public var maxLength: Int = 10_000
-    /// `Access-Control-Allow-Origin` for browsers on other origins: "" (off), "*", or one origin.
-    public var corsOrigin: String = ""
+    /// The origins of the browser pages on other origins allowed to poll and publish (CORS):
+    /// none (off), `["*"]` (any), or a list of `scheme://host[:port]`.
+    public var corsOrigins: [String] = []
 
     public init() {}
 }

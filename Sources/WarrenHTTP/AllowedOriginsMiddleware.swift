@@ -1,0 +1,20 @@
+import Hummingbird
+
+/// CORS for the pages of the origins `http.cors_origin` lists: hummingbird's middleware, which
+/// echoes the request's `Origin`, for a listed one; nothing for any other (the browser then
+/// keeps the answer from the page). hummingbird's own `oneOf` takes its origins as variadic
+/// arguments only, so not a list read from the configuration.
+struct AllowedOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let origins: Set<String>
+    let cors: CORSMiddleware<Context>
+
+    init(_ origins: [String], allowMethods: [HTTPRequest.Method]) {
+        self.origins = Set(origins)
+        cors = CORSMiddleware(allowOrigin: .originBased, allowMethods: allowMethods)
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let origin = request.headers[.origin], origins.contains(origin) else { return try await next(request, context) }
+        return try await cors.handle(request, context: context, next: next)
+    }
+}
