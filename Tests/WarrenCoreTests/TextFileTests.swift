@@ -34,6 +34,7 @@ struct TextFileTests {
         #expect(reason(dir.path) == "Is a directory")
         #expect(reason(dir.appendingPathComponent("missing").path) == "No such file or directory")
         #expect(reason(binary.path) == "not UTF-8 text")
+        #expect(reason("/dev/zero") == "longer than 16 MiB: not a configuration file")
         // Through the configuration: the key, then the file and the reason.
         let error = #expect(throws: ConfigError.self) {
             try BridgeConfiguration.parse("[auth]\nmode = \"token\"\nsecret_file = \"\(dir.path)\"\n", environment: [:])

@@ -9,17 +9,25 @@ public enum TextFile {
     /// The file's contents as UTF-8; else why not, in the system's words ("No such file or
     /// directory", "Is a directory", "Permission denied", "not UTF-8 text").
     public static func read(_ path: String) -> Result<String, Failure> {
-        let data: Data
+        var data = Data()
         do {
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
             defer { try? handle.close() }
-            data = try handle.readToEnd() ?? Data()
+            // Up to a bound: a device that never ends (`/dev/zero`, `/dev/urandom` named as a
+            // secret file) is refused, not read until memory runs out.
+            while let chunk = try handle.read(upToCount: 64 << 10), !chunk.isEmpty {
+                data.append(chunk)
+                guard data.count <= limit else { return .failure(Failure(reason: "longer than \(limit >> 20) MiB: not a configuration file")) }
+            }
         } catch {
             return .failure(Failure(reason: reason(error)))
         }
         guard let text = String(data: data, encoding: .utf8) else { return .failure(Failure(reason: "not UTF-8 text")) }
         return .success(text)
     }
+
+    /// The most a configuration file or key file may hold.
+    public static let limit = 16 << 20
 
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public var reason: String
