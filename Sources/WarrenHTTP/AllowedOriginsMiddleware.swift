@@ -14,7 +14,14 @@ struct AllowedOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let origin = request.headers[.origin], origins.contains(origin) else { return try await next(request, context) }
+        guard let origin = request.headers[.origin] else { return try await next(request, context) }
+        guard origins.contains(origin) else {
+            // The answer depends on the Origin either way (`Vary`, as hummingbird's middleware
+            // sets for a listed one): a cache must not hand this one to a listed origin's page.
+            var response = try await next(request, context)
+            response.headers[values: .vary].append("Origin")
+            return response
+        }
         return try await cors.handle(request, context: context, next: next)
     }
 }

@@ -363,6 +363,7 @@ struct PollingTests {
         let other = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
                                                     body: #"{"route":"room.cors","body":"x"}"#, headers: [("Origin", "https://evil.example")])
         #expect(other.header("Access-Control-Allow-Origin") == nil)
+        #expect(other.header("Vary") == "Origin" && sent.header("Vary") == "Origin", "a cache keeps the two apart")
         #expect(other.status == 202, "a request from elsewhere is served, its page only cannot read the answer")
         let otherPreflight = try await HTTPTestClient.request(.OPTIONS, port: warren.port, "/v1/messages", headers: [
             ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST"),
