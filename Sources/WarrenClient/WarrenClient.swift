@@ -568,46 +568,18 @@ public actor WarrenClient {
         return try await task.value
     }
 
-    /// Poll sessions (a new one whenever the subscriptions change) until polling fails, the
-    /// client closes, or a WebSocket opened meanwhile.
+    /// Poll sessions (a new one whenever the subscriptions change; while there are none, a
+    /// session with none, whose long-polls tell Warren going away as any session's do) until
+    /// polling fails, the client closes, or a WebSocket opened meanwhile.
     private func runPolling(nextProbe: ContinuousClock.Instant) async -> Outcome {
         var opened = false
         pollNextProbe = nextProbe
         pollSwitchTo = nil
         defer { pollOpen = false }
         let user = configuration.user
-        // The session opened with no subscriptions, dropped once there are some or polling ends.
-        var idleSession: String?
-        defer { if let idleSession { dropSession(Self.sessionPath(idleSession), cursor: nil) } }
         while !closed, pollSwitchTo == nil {
             pollRestart = false
             let subs = subscriptions
-            if subs.isEmpty {
-                // Nothing to poll (publishing and the store work without a session): wait for a
-                // subscription, the close, or the next WebSocket try. But open only once Warren
-                // answered: a session with no subscriptions checks the credentials and that the
-                // node is ready, as a WebSocket's upgrade does (a Warren before 2026-11-27 answers
-                // it 400, after both checks: as good an answer).
-                if !opened {
-                    do {
-                        idleSession = try await http.send("POST", "/v1/poll", body: Wire.PollCreate(subscriptions: [], device: configuration.device),
-                                                          token: token, user: user, as: Wire.PollSession.self).session
-                    } catch let e as WarrenError {
-                        if e.status == 401 { return Outcome(opened: false, unauthorized: true) }
-                        if e.status != 400 { return Outcome(opened: false) }
-                    } catch {
-                        return Outcome(opened: false)
-                    }
-                    opened = true
-                    openedPolling()
-                }
-                _ = try? await interruptibly { try await Task.sleep(for: .seconds(3600)) }
-                continue
-            }
-            if let idle = idleSession {
-                idleSession = nil
-                dropSession(Self.sessionPath(idle), cursor: nil)
-            }
             let create = Wire.PollCreate(subscriptions: subs.map {
                 Wire.PollSubscription(id: $0.key, pattern: $0.value.pattern, mode: $0.value.mode.rawValue, presence: $0.value.presence ? true : nil)
             }, device: configuration.device)
@@ -616,6 +588,15 @@ public actor WarrenClient {
                 session = try await http.send("POST", "/v1/poll", body: create, token: token, user: user, as: Wire.PollSession.self).session
             } catch let e as WarrenError {
                 if e.status == 401 { return Outcome(opened: opened, unauthorized: true) }
+                if subs.isEmpty, e.status == 400 {
+                    // A Warren before 2026-11-27 refuses a session with no subscriptions, after
+                    // checking the credentials and that the node is ready: as good an answer.
+                    // Nothing to poll then: wait for a subscription, the close, or the next
+                    // WebSocket try.
+                    if !opened { opened = true; openedPolling() }
+                    _ = try? await interruptibly { try await Task.sleep(for: .seconds(3600)) }
+                    continue
+                }
                 if [400, 403, 404].contains(e.status ?? 0) {
                     // A subscription Warren refuses: the ones not yet in effect fail, the rest go on.
                     let fresh = subs.filter { !$0.value.ready }.map(\.key)

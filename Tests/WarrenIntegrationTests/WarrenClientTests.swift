@@ -254,6 +254,14 @@ struct WarrenClientTests {
         rig.http.setDown(false)
         try await k.waitUntilOpen()
         #expect(await k.transport == .polling)
+        // Warren going away is noticed with no subscription too (the session with none is
+        // long-polled), and the client opens again once it is back.
+        rig.http.setDown(true)
+        let lost = await Self.state(of: k, within: .seconds(20)) { if case .open = $0 { false } else { true } }
+        let stateWhileDown = await k.state
+        #expect(lost, "still \(stateWhileDown) with Warren unreachable")
+        rig.http.setDown(false)
+        try await k.waitUntilOpen()
         // Open for real: a publish goes through, and a subscription made now is served.
         let l = try await rig.client(lee, direct: true)
         let inbox = Reader(try await l.subscribe("#.\(lee).#", mode: .inbox))

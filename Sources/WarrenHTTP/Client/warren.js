@@ -508,40 +508,13 @@ export class WarrenClient {
         abort.abort();
       });
     };
-    // The session opened with no subscriptions, dropped once there are some or polling ends.
-    let idle = null;
-    const dropIdle = () => {
-      if (idle) this.request("DELETE", "/v1/poll/" + encodeURIComponent(idle)).catch(() => {});
-      idle = null;
-    };
     try {
       while (!this.closed && !switchTo) {
         restart = false;
         abort = new AbortController();
-        // A session for the current subscriptions.
+        // A session for the current subscriptions (while there are none, a session with none:
+        // its long-polls tell Warren going away as any session's do).
         const subs = [...this.subs.values()];
-        if (subs.length === 0) {
-          // Nothing to poll (publishing and the store work without a session): wait for a
-          // subscription, the close, or the next WebSocket try. But open only once Warren
-          // answered: a session with no subscriptions checks the credentials and that the node
-          // is ready, as a WebSocket's upgrade does (a Warren before 2026-11-27 answers it 400,
-          // after both checks: as good an answer).
-          if (!opened) {
-            try {
-              idle = (await this.request("POST", "/v1/poll", { subscriptions: [], device: this.device }, { refreshed: true })).session;
-            } catch (e) {
-              if (e.status === 401) return { opened, unauthorized: true };
-              if (e.status !== 400) return { opened };
-            }
-            opened = true;
-            this.openedPolling();
-          }
-          if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe();
-          const wake = this.transports.includes("websocket") ? Math.max(100, nextProbe - Date.now()) : 2 ** 31 - 1;
-          await sleep(wake, abort.signal);
-          continue;
-        }
-        dropIdle();
         let session;
         try {
           session = (await this.request("POST", "/v1/poll", {
@@ -550,6 +523,16 @@ export class WarrenClient {
           }, { refreshed: true })).session;
         } catch (e) {
           if (e.status === 401) return { opened, unauthorized: true };
+          if (subs.length === 0 && e.status === 400) {
+            // A Warren before 2026-11-27 refuses a session with no subscriptions, after checking
+            // the credentials and that the node is ready: as good an answer. Nothing to poll
+            // then: wait for a subscription, the close, or the next WebSocket try.
+            if (!opened) { opened = true; this.openedPolling(); }
+            if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe();
+            const wake = this.transports.includes("websocket") ? Math.max(100, nextProbe - Date.now()) : 2 ** 31 - 1;
+            await sleep(wake, abort.signal);
+            continue;
+          }
           if (e.status === 400 || e.status === 403 || e.status === 404) {
             // A subscription Warren refuses: the ones not yet in effect fail, the rest go on.
             const fresh = subs.filter((s) => !s.settled);
@@ -589,7 +572,6 @@ export class WarrenClient {
       }
       return switchTo ? { opened, websocket: switchTo } : { opened };
     } finally {
-      dropIdle();
       this.poll = null;
     }
   }

@@ -19,8 +19,11 @@ export function check(condition, message) {
 /** Resolves with the first value `next` yields that passes `test`, or fails after `ms`. */
 export function waitFor(what, ms, subscribe) {
   return new Promise((resolve, reject) => {
+    // `subscribe` may call back at once, before it returned its `stop`.
+    let stop, settled = false;
     const timer = setTimeout(() => { stop?.(); reject(new Failure(`timed out waiting for ${what}`)); }, ms);
-    const stop = subscribe((value) => { clearTimeout(timer); stop?.(); resolve(value); });
+    stop = subscribe((value) => { settled = true; clearTimeout(timer); stop?.(); resolve(value); });
+    if (settled) stop?.();
   });
 }
 
@@ -219,6 +222,15 @@ export const cases = [
         await env.control("forward");
         await stateIs(k, "open");
         check(k.transport === "polling", `polling, got ${k.transport}`);
+        // Warren going away is noticed with no subscription too (the session with none is
+        // long-polled), and the client opens again once it is back.
+        await env.control("down");
+        await waitFor("the client noticing Warren is gone", 15000, (resolve) => {
+          if (k.state !== "open") { resolve(); return undefined; }
+          return k.on("state", (s) => { if (s !== "open") resolve(); });
+        });
+        await env.control("forward");
+        await stateIs(k, "open");
         const inbox = collect(l, `#.${lee}.#`, { mode: "inbox" });
         await inbox.sub.ready;
         const route = [kim, lee].sort().join(".");
