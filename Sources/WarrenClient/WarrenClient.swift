@@ -597,8 +597,9 @@ public actor WarrenClient {
                     _ = try? await interruptibly { try await Task.sleep(for: .seconds(3600)) }
                     continue
                 }
-                if [400, 403, 404].contains(e.status ?? 0) {
-                    // A subscription Warren refuses: the ones not yet in effect fail, the rest go on.
+                if [400, 403, 404, 413].contains(e.status ?? 0) {
+                    // A subscription Warren refuses (413: one too many for a session string): the
+                    // ones not yet in effect fail, the rest go on.
                     let fresh = subs.filter { !$0.value.ready }.map(\.key)
                     if fresh.isEmpty { return Outcome(opened: opened, fatal: e) }
                     for id in fresh { settle(id, e) }

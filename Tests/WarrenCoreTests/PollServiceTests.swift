@@ -28,6 +28,24 @@ struct PollServiceTests {
         }
     }
 
+    /// A session string travels in every poll's URL: one too long for a request head is refused
+    /// at its creation, before anything is bound, instead of issued and then never served.
+    @Test func aSessionTooLongForAPollsURLIsRefusedAtItsCreation() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let long = (0..<100).map { i in
+            PollSubscription(id: "room-\(i)", pattern: "room.\(String(repeating: "a", count: 60)).\(String(repeating: "b", count: 60)).\(i)", mode: "live")
+        }
+        await expectCode(.tooLarge) { _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: long) }
+        #expect(bridge.binds.calls.isEmpty && service.sessionCount == 0, "\(bridge.binds.calls)")
+        // As many subscriptions with ordinary names make a string that fits, and is served.
+        let short = (0..<100).map { i in PollSubscription(id: "s\(i)", pattern: "room.lobby-\(i)", mode: "live") }
+        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: short)
+        #expect(token.utf8.count <= PollSessionCodec.maxTokenBytes)
+        let (items, _) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        #expect(items.isEmpty)
+    }
+
     @Test func aPollSessionIsAClientSessionBehindABuffer() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)

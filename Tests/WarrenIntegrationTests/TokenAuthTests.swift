@@ -31,6 +31,36 @@ struct TokenAuthTests {
         await s.close()
     }
 
+    /// A poll session string travels in every poll's URL, beside the bearer token: Warren issues
+    /// none longer than its request heads take (it issued 37 KB ones, each poll of which was a
+    /// bare 400), and one at the bound is served.
+    @Test func everyPollSessionIssuedFitsAPollsRequestHead() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret])
+        defer { Task { await warren.stop() } }
+        let user = uniqueUser("many")
+        let bearer = [("Authorization", "Bearer \(try await TestTokens.mint(user: user, ttl: 600, secret: Self.secret))")]
+        func create(_ word: Int) async throws -> HTTPTestClient.Response {
+            let subs = (0..<100).map { #"{"id":"s\#($0)","pattern":"room.\#(String(repeating: "w", count: word)).\#($0)"}"# }
+            return try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll", body: #"{"subscriptions":[\#(subs.joined(separator: ","))]}"#,
+                                                    headers: bearer)
+        }
+        let refused = try await create(64)
+        #expect(refused.status == 413 && refused.json?["error"]?["code"]?.stringValue == "too_large", "\(refused.status) \(refused.body)")
+        // The longest that is issued (words a byte shorter each try) is polled like any other.
+        var word = 64
+        var created = refused
+        while created.status == 413, word > 1 {
+            word -= 1
+            created = try await create(word)
+        }
+        #expect(created.status == 201, "\(created.status) \(created.body)")
+        let session = try #require(created.json?["session"]?.stringValue)
+        #expect(session.utf8.count > PollSessionCodec.maxTokenBytes - 200, "\(session.utf8.count) bytes")
+        let polled = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0&max=100", headers: bearer)
+        #expect(polled.status == 200 && polled.json?["messages"] != nil, "\(polled.status) \(polled.body)")
+        #expect(try await HTTPTestClient.request(.DELETE, port: warren.port, "/v1/poll/\(session)", headers: bearer).status == 204)
+    }
+
     /// An identity provider's token whose `sub` is no user name (Auth0's `auth0|…`): refused by
     /// default with the reason, and taken with `auth.user_claim` naming the claim that is.
     @Test func anotherClaimNamesTheUser() async throws {

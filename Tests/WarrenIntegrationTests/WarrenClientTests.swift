@@ -276,6 +276,40 @@ struct WarrenClientTests {
         await rig.stop()
     }
 
+    /// Subscriptions a poll session string cannot carry all at once: the one too many fails with
+    /// `too_large` (before, the client took the 413 for an outage and reconnected forever, the
+    /// subscription never answered), and the others are still served.
+    @Test func aPollingClientsSubscriptionOneTooManyForItsSessionFails() async throws {
+        let rig = try await Rig.start()
+        let mia = uniqueUser("mia"), ned = uniqueUser("ned")
+        let m = try await rig.client(mia, direct: true, transports: [.polling])
+        let n = try await rig.client(ned, direct: true)
+        let long = String(repeating: "w", count: 64)
+        var held: [Subscription] = []
+        var refusal: WarrenError?
+        // A subscription that is never answered ends with the client (`closed`), not a hung test.
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); await m.close() }
+        defer { watchdog.cancel() }
+        while refusal == nil, held.count < 200 {
+            do {
+                held.append(try await m.subscribe("room.\(long).\(long).\(held.count)"))
+            } catch let e as WarrenError {
+                refusal = e
+            }
+        }
+        #expect(refusal?.code == "too_large", "\(held.count) subscriptions, then \(String(describing: refusal))")
+        #expect(await m.state == .open(.polling))
+        let first = Reader(held[0])
+        // One fewer, and a short one in its place: once that one is in effect, so are the others.
+        await held.removeLast().cancel()
+        _ = try await m.subscribe("room.\(mia)")
+        _ = try await n.publish("room.\(long).\(long).0", "still served")
+        #expect(try await first.next("a delivery to the first subscription").envelope.body == "still served")
+        await m.close()
+        await n.close()
+        await rig.stop()
+    }
+
     @Test func longPollsWhenTheWebSocketIsRefusedAndMovesBack() async throws {
         let rig = try await Rig.start()
         let ivan = uniqueUser("ivan"), jo = uniqueUser("jo")

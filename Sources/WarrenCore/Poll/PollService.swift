@@ -73,7 +73,8 @@ public final class PollService: Sendable {
     // MARK: create / delete
 
     /// `POST /v1/poll`: checks every subscription, opens the session here (bindings and
-    /// consumers in place before the answer), and returns its string.
+    /// consumers in place before the answer), and returns its string; `too_large` when that
+    /// string would be longer than a poll's URL can carry (``PollSessionCodec/maxTokenBytes``).
     public func create(user: String, device: String, rules: AccessRules, subscriptions: [PollSubscription])
         async throws(ProtocolError) -> (session: String, expiresIn: Int)
     {
@@ -82,6 +83,11 @@ public final class PollService: Sendable {
         let token: String
         do { token = try await codec.encode(descriptor) } catch {
             throw ProtocolError(.internal, "cannot sign the session: \(error)", ref: nil)
+        }
+        guard token.utf8.count <= PollSessionCodec.maxTokenBytes else {
+            throw ProtocolError(.tooLarge, "these subscriptions make a session string of \(token.utf8.count) bytes, more than the "
+                                + "\(PollSessionCodec.maxTokenBytes) a poll's URL can carry: subscribe with fewer or shorter patterns "
+                                + "(one pattern such as #.\(user).# covers every conversation of the user's)", ref: nil)
         }
         _ = try await open(descriptor, token: token, rules: rules)
         return (token, settings.sessionTTL)

@@ -11,6 +11,13 @@ public final class PollSessionCodec: Sendable {
     static let developmentKey = "warren-development-poll-session-key-not-secret"
     let keys: JWTKeyCollection
 
+    /// The longest session string Warren issues (and takes). A poll carries it in its URL, and
+    /// a request head — path, query, `Host`, a bearer token — must fit the 16 KB Warren reads
+    /// (and the request line a proxy allows: nginx's default is 8 KB, `deploy/docker/nginx.conf`
+    /// sets 16 KB). A session whose subscriptions would make a longer one is refused
+    /// `too_large` at its creation rather than issued and then never served.
+    public static let maxTokenBytes = 12 << 10
+
     private init(keys: JWTKeyCollection) { self.keys = keys }
 
     public static func make(secret: String) async -> PollSessionCodec {
@@ -28,7 +35,7 @@ public final class PollSessionCodec: Sendable {
 
     /// The descriptor, or nil for anything that is not a session this deployment issued.
     public func decode(_ token: String) async -> PollSessionDescriptor? {
-        guard token.utf8.count < 16_384, let c = try? await keys.verify(token, as: PollSessionClaims.self) else { return nil }
+        guard token.utf8.count <= Self.maxTokenBytes, let c = try? await keys.verify(token, as: PollSessionClaims.self) else { return nil }
         guard RouteKey.isValidWord(c.sid), RouteKey.isValidWord(c.sub.value), RouteKey.isValidWord(c.dev) else { return nil }
         return PollSessionDescriptor(id: c.sid, user: c.sub.value, device: c.dev, subscriptions: c.subs)
     }

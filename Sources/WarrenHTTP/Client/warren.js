@@ -533,8 +533,9 @@ export class WarrenClient {
             await sleep(wake, abort.signal);
             continue;
           }
-          if (e.status === 400 || e.status === 403 || e.status === 404) {
-            // A subscription Warren refuses: the ones not yet in effect fail, the rest go on.
+          if (e.status === 400 || e.status === 403 || e.status === 404 || e.status === 413) {
+            // A subscription Warren refuses (413: one too many for a session string): the ones
+            // not yet in effect fail, the rest go on.
             const fresh = subs.filter((s) => !s.settled);
             if (fresh.length === 0) return { opened, fatal: e };
             for (const s of fresh) { this.subs.delete(s.id); s.settle(e); }

@@ -241,6 +241,35 @@ export const cases = [
     },
   },
   {
+    name: "a polling client's subscription one too many for its session fails with too_large",
+    async run(env) {
+      const mia = env.unique("mia"), ned = env.unique("ned");
+      const m = await env.connect({ user: mia, transports: ["polling"] });
+      const n = await env.connect({ user: ned, direct: true });
+      try {
+        const long = "w".repeat(64);
+        const held = [];
+        let refusal = null;
+        while (!refusal && held.length < 200) {
+          const c = collect(m, `room.${long}.${long}.${held.length}`);
+          try {
+            await waitFor("the subscription's answer", 15000, (resolve) => { c.sub.ready.then(resolve, resolve); });
+            await c.sub.ready;
+            held.push(c);
+          } catch (e) { refusal = e; }
+        }
+        check(refusal?.code === "too_large", `${held.length} subscriptions, then ${refusal?.code}: ${refusal?.message}`);
+        check(m.state === "open", `still open, got ${m.state}`);
+        // One fewer, and a short one in its place: once that one is in effect, so are the others.
+        held.pop().sub.unsubscribe();
+        await m.subscribe(`room.${mia}`, {}, () => {}).ready;
+        await n.publish(`room.${long}.${long}.0`, "still served");
+        const got = await held[0].inbox.next("a delivery to the first subscription");
+        check(got.env.body === "still served", `got ${JSON.stringify(got.env.body)}`);
+      } finally { m.close(); n.close(); }
+    },
+  },
+  {
     name: "long-polling when /v1/ws is refused, and back to the WebSocket once it opens",
     async run(env) {
       const ivan = env.unique("ivan"), jo = env.unique("jo");
