@@ -180,10 +180,10 @@ public actor WarrenClient {
         if pollAwaiting.remove(id) != nil, pollAwaiting.isEmpty { resumePollAcked() }
     }
 
-    private func deliver(_ subscription: String, _ env: Envelope, redelivered: Bool, epoch: Int) {
+    private func deliver(_ subscription: String, _ env: Envelope, redelivered: Bool, epoch: Int, onlyLive: Bool = false) {
         // A poll answer names a subscription by its id (else its pattern).
         let key = subscriptions[subscription] != nil ? subscription : subscriptions.first { $0.value.pattern == subscription }?.key
-        guard let key, var entry = subscriptions[key] else { return }
+        guard let key, var entry = subscriptions[key], !onlyLive || entry.mode == .live else { return }
         if entry.seen.contains(env.id) {
             // Handed on before: an inbox redelivery is acknowledged, not shown twice.
             if entry.mode == .inbox, epoch == self.epoch, let socket { socket.send(Wire.encode(Wire.Ack(ids: [env.id]))) }
@@ -577,6 +577,11 @@ public actor WarrenClient {
         pollSwitchTo = nil
         defer { pollOpen = false }
         let user = configuration.user
+        // The session left for a new one when the subscriptions changed: kept until the new one
+        // is in place, then drained and deleted, so the subscriptions both have miss nothing
+        // published in between (a live delivery both had is handed on once).
+        var leaving: (path: String, cursor: String?)?
+        defer { if let leaving { dropSession(leaving.path, cursor: leaving.cursor) } }
         while !closed, pollSwitchTo == nil {
             pollRestart = false
             let subs = subscriptions
@@ -611,6 +616,10 @@ public actor WarrenClient {
             }
             for id in subs.keys { settle(id, nil) }
             if !opened { opened = true; openedPolling() }
+            if let old = leaving {
+                leaving = nil
+                await drain(old)
+            }
             epoch += 1
             let mine = epoch
             let path = Self.sessionPath(session)
@@ -649,10 +658,15 @@ public actor WarrenClient {
                     await withCheckedContinuation { pollAcked = $0 }
                 }
             }
-            // Leaving this session: what was handed out and moved past is acked, the session dropped.
+            // Leaving this session: what was handed out and moved past is acked, the session dropped
+            // (once the next one is in place, when the subscriptions changed).
             let finalCursor = pollAwaiting.isEmpty ? cursor : nil
             pollAwaiting = []
-            dropSession(path, cursor: finalCursor)
+            if pollRestart, outcome == nil, !closed, pollSwitchTo == nil {
+                leaving = (path, finalCursor)
+            } else {
+                dropSession(path, cursor: finalCursor)
+            }
             if let outcome { return outcome }
         }
         if let next = pollSwitchTo {
@@ -665,6 +679,21 @@ public actor WarrenClient {
     /// `/v1/poll/<session>`.
     private static func sessionPath(_ session: String) -> String {
         "/v1/poll/" + (session.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? session)
+    }
+
+    /// Takes what a session being left still holds — its live deliveries are handed on (the
+    /// inbox ones go back to their queue when it is deleted, and come again in the new session)
+    /// — acking `cursor` with it, then deletes it.
+    private func drain(_ old: (path: String, cursor: String?)) async {
+        var query = [URLQueryItem(name: "wait", value: "0"), URLQueryItem(name: "max", value: "1000")]
+        if let cursor = old.cursor { query.append(URLQueryItem(name: "ack", value: cursor)) }
+        if let answer = try? await http.send("GET", old.path, query: query, token: token, user: configuration.user,
+                                             as: Wire.PollAnswer.self) {
+            for item in answer.messages {
+                deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: epoch, onlyLive: true)
+            }
+        }
+        dropSession(old.path, cursor: nil)
     }
 
     /// Acks `cursor` if given, then deletes the session, in the background.

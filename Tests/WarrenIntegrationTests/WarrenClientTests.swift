@@ -310,6 +310,37 @@ struct WarrenClientTests {
         await rig.stop()
     }
 
+    /// Over polling, a change of subscriptions is a new session: the subscriptions already in
+    /// effect miss nothing published meanwhile (the new session is in place before the old one
+    /// goes, and what the old one still holds is taken first), and nothing comes twice.
+    @Test func aPollingClientsSubscriptionsMissNothingWhileOthersAreAdded() async throws {
+        let rig = try await Rig.start()
+        let ola = uniqueUser("ola"), pia = uniqueUser("pia")
+        let o = try await rig.client(ola, direct: true, transports: [.polling])
+        let p = try await rig.client(pia, direct: true)
+        let room = "room.\(uniqueUser("steady"))"
+        let steady = Reader(try await o.subscribe(room))
+        let sending = Task {
+            var sent = 0
+            while !Task.isCancelled, sent < 2_000 {
+                _ = try await p.publish(room, .string("m\(sent)"))
+                sent += 1
+            }
+            return sent
+        }
+        for i in 0..<8 { _ = try await o.subscribe("room.\(ola).extra\(i)") }
+        sending.cancel()
+        let sent = try await sending.value
+        _ = try await p.publish(room, "end")
+        let got = try await steady.until("end").map(\.envelope.body)
+        let expected = (0..<sent).map { JSONValue.string("m\($0)") } + ["end"]
+        let missing = Set(expected).subtracting(got).map { $0.stringValue ?? "" }.sorted()
+        #expect(got.count == expected.count && missing.isEmpty, "\(sent) sent, \(got.count) received; missing: \(missing.prefix(20))")
+        await o.close()
+        await p.close()
+        await rig.stop()
+    }
+
     @Test func longPollsWhenTheWebSocketIsRefusedAndMovesBack() async throws {
         let rig = try await Rig.start()
         let ivan = uniqueUser("ivan"), jo = uniqueUser("jo")

@@ -486,6 +486,31 @@ export class WarrenClient {
    * the client closes, or a WebSocket opened meanwhile (tried from `nextWebSocketTry` on):
    * `{opened, unauthorized, fatal, websocket}`.
    */
+  /** Acks what a poll session's answers handed out (`cursor`), then deletes the session. */
+  dropSession({ path, cursor }) {
+    if (cursor) this.request("POST", path + "/ack", { cursor }).catch(() => {});
+    this.request("DELETE", path).catch(() => {});
+  }
+
+  /**
+   * Takes what a session being left still holds — its live deliveries are handed on (the inbox
+   * ones go back to their queue when it is deleted, and come again in the new session) — acking
+   * `cursor` with it, then deletes it.
+   */
+  async drainSession({ path, cursor }) {
+    const q = new URLSearchParams({ wait: "0", max: "1000" });
+    if (cursor) q.set("ack", cursor);
+    try {
+      const answer = await this.request("GET", path + "?" + q);
+      const handed = (answer.messages || []).map((m) => {
+        const sub = this.subs.get(m.sub) || [...this.subs.values()].find((s) => s.pattern === m.sub);
+        return sub && sub.mode === "live" ? this.deliver(sub, m.env, !!m.redelivered, () => {}) : null;
+      });
+      await Promise.all(handed);
+    } catch { /* gone already: nothing to take */ }
+    this.request("DELETE", path).catch(() => {});
+  }
+
   async runPolling(nextWebSocketTry) {
     let opened = false;
     let abort = new AbortController();
@@ -508,6 +533,10 @@ export class WarrenClient {
         abort.abort();
       });
     };
+    // The session left for a new one when the subscriptions changed: kept until the new one is
+    // in place, then drained and deleted, so the subscriptions both have miss nothing published
+    // in between (a live delivery both had is handed on once).
+    let leaving = null;
     try {
       while (!this.closed && !switchTo) {
         restart = false;
@@ -545,6 +574,7 @@ export class WarrenClient {
         }
         for (const s of subs) s.settle();
         if (!opened) { opened = true; this.openedPolling(); }
+        if (leaving) { const old = leaving; leaving = null; await this.drainSession(old); }
         const path = "/v1/poll/" + encodeURIComponent(session);
         let cursor = null;
         let outcome = null;
@@ -566,13 +596,15 @@ export class WarrenClient {
             this.deliver(this.subs.get(m.sub) || subs.find((s) => s.pattern === m.sub), m.env, !!m.redelivered, () => {}));
           await Promise.all(handed);
         }
-        // Leaving this session: what was handed out is acked, and the session dropped.
-        if (cursor) this.request("POST", path + "/ack", { cursor }).catch(() => {});
-        this.request("DELETE", path).catch(() => {});
+        // Leaving this session: what was handed out is acked, and the session dropped (once the
+        // next one is in place, when the subscriptions changed).
+        if (restart && !outcome && !this.closed && !switchTo) leaving = { path, cursor };
+        else this.dropSession({ path, cursor });
         if (outcome) return outcome;
       }
       return switchTo ? { opened, websocket: switchTo } : { opened };
     } finally {
+      if (leaving) this.dropSession(leaving);
       this.poll = null;
     }
   }

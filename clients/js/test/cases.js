@@ -270,6 +270,28 @@ export const cases = [
     },
   },
   {
+    name: "a polling client's subscriptions miss nothing while others are added",
+    async run(env) {
+      const ola = env.unique("ola"), pia = env.unique("pia");
+      const o = await env.connect({ user: ola, transports: ["polling"] });
+      const p = await env.connect({ user: pia, direct: true });
+      try {
+        const room = "room." + env.unique("steady");
+        const steady = collect(o, room);
+        await steady.sub.ready;
+        let sending = true, sent = 0;
+        const sender = (async () => { while (sending && sent < 2000) { await p.publish(room, "m" + sent); sent += 1; } })();
+        for (let i = 0; i < 8; i++) await o.subscribe(`room.${ola}.extra${i}`, {}, () => {}).ready;
+        sending = false;
+        await sender;
+        await p.publish(room, "end");
+        const got = (await steady.inbox.until("end")).map((x) => x.env.body);
+        const missing = [...Array(sent).keys()].map((k) => "m" + k).filter((b) => !got.includes(b));
+        check(got.length === sent + 1 && missing.length === 0, `${sent} sent, ${got.length} received; missing: ${missing.slice(0, 20)}`);
+      } finally { o.close(); p.close(); }
+    },
+  },
+  {
     name: "long-polling when /v1/ws is refused, and back to the WebSocket once it opens",
     async run(env) {
       const ivan = env.unique("ivan"), jo = env.unique("jo");
