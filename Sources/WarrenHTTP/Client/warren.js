@@ -481,11 +481,6 @@ export class WarrenClient {
     for (const [, p] of this.pending) { p.sending = false; this.sendPublish(p); }
   }
 
-  /**
-   * Runs a poll session (a new one whenever the subscriptions change) until polling fails,
-   * the client closes, or a WebSocket opened meanwhile (tried from `nextWebSocketTry` on):
-   * `{opened, unauthorized, fatal, websocket}`.
-   */
   /** Acks what a poll session's answers handed out (`cursor`), then deletes the session. */
   dropSession({ path, cursor }) {
     if (cursor) this.request("POST", path + "/ack", { cursor }).catch(() => {});
@@ -511,6 +506,11 @@ export class WarrenClient {
     this.request("DELETE", path).catch(() => {});
   }
 
+  /**
+   * Runs a poll session (a new one whenever the subscriptions change) until polling fails,
+   * the client closes, or a WebSocket opened meanwhile (tried from `nextWebSocketTry` on):
+   * `{opened, unauthorized, fatal, websocket}`.
+   */
   async runPolling(nextWebSocketTry) {
     let opened = false;
     let abort = new AbortController();
