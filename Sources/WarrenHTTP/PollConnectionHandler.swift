@@ -52,6 +52,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// The request being answered: its head and raw bytes (handed on whole if the router must answer it).
     private var current: (head: RawRequestHead, bytes: ByteBuffer)?
     private var parked: (PollOutput, UInt64)?
+    /// Answered with a refusal and closing: what else arrives is not read.
+    private var refusedAndClosing = false
     /// Where the poll being served is counted (`warren_connections{frontend="poll"}`).
     private var held: WarrenMetrics?
     /// The connection is hummingbird's now.
@@ -90,6 +92,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !handedOn else { return context.fireChannelRead(data) }
+        guard !refusedAndClosing else { return }
         var bytes = unwrapInboundIn(data)
         if pending.readableBytes == 0 { pending = bytes } else { pending.writeBuffer(&bytes) }
         if current == nil {
@@ -141,6 +144,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             switch RawRequestHead.parse(pending.readableBytesView) {
             case .incomplete: return
             case .other: return handOn(context)
+            case .uriTooLong: return refuseLongURI(context)
             case .head(let h): head = h
             }
             // The router answers it (its ExpectContinueHandler says `100 Continue` when awaited).
@@ -450,9 +454,21 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         if clientClosed, current == nil, !handedOn { context.close(promise: nil) }
     }
 
+    /// A request line over the head's limit: `414` with the JSON error body, and the connection
+    /// closes (what follows it cannot be read as requests).
+    private func refuseLongURI(_ context: ChannelHandlerContext) {
+        refusedAndClosing = true
+        pending = ByteBuffer()
+        let body = RouteSupport.errorBody(.tooLarge, "the request line is over 16 KB (a URL that long is not one Warren issues)")
+        var response = Self.responseHead(status: 414, length: body.count, close: true, reserving: body.count)
+        response.writeBytes(body)
+        context.writeAndFlush(wrapOutboundOut(response), promise: nil)
+        context.close(promise: nil)
+    }
+
     /// The statuses the poll path answers with, and their reason phrases.
     private static let known: [HTTPResponse.Status] = [.ok, .created, .accepted, .badRequest, .unauthorized, .forbidden, .notFound, .conflict,
-                                                        .contentTooLarge, .tooManyRequests, .internalServerError, .serviceUnavailable]
+                                                        .contentTooLarge, .uriTooLong, .tooManyRequests, .internalServerError, .serviceUnavailable]
 
     /// The response head, in a buffer with room for a body of `reserving` bytes after it.
     static func responseHead(status: Int, length: Int, close: Bool, reserving: Int = 0) -> ByteBuffer {

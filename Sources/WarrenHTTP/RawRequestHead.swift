@@ -43,6 +43,9 @@ struct RawRequestHead: Equatable, Sendable {
         case head(RawRequestHead)
         /// Not a head this parser takes: hand the connection on.
         case other
+        /// A request line longer than a whole head may be (a URL of more than 16 KB): answered
+        /// `414` here, where hummingbird's parser answers a bare `400`.
+        case uriTooLong
     }
 
     static func parse(_ bytes: ByteBufferView, maxHeadBytes: Int = 16 << 10, maxFields: Int = 100) -> Parse {
@@ -64,6 +67,7 @@ struct RawRequestHead: Equatable, Sendable {
         guard let end = headEnd(bytes, limit: maxHeadBytes) else {
             // A head with bare LF line ends never gets its CR LF CR LF: hummingbird's parser
             // reads it (or answers 400) instead of the connection waiting for the head timeout.
+            if bytes.count >= maxHeadBytes, !hasLineEnd(bytes.prefix(maxHeadBytes)) { return .uriTooLong }
             return bytes.count >= maxHeadBytes || hasBareLF(bytes) ? .other : .incomplete
         }
         let head = bytes[bytes.startIndex..<(end - 2)]  // up to the last field's CRLF
@@ -146,6 +150,10 @@ struct RawRequestHead: Equatable, Sendable {
     }
 
     /// Whether an LF comes without the CR before it (only looked for while a head is incomplete).
+    private static func hasLineEnd(_ bytes: Bytes) -> Bool {
+        bytes.contains(10)
+    }
+
     private static func hasBareLF(_ bytes: Bytes) -> Bool {
         var previous: UInt8 = 0
         for b in bytes {

@@ -116,6 +116,16 @@ struct RawRequestHeadTests {
         #expect(parse(fields) == .other)
     }
 
+    /// A request line longer than a whole head is answered here (414), not handed on to a parser
+    /// that answers it a bare 400; one that ends within the limit is read as usual.
+    @Test func aRequestLineOverTheLimitIsTooLong() {
+        let line = "GET /v1/poll/" + String(repeating: "a", count: 20_000)
+        #expect(parse(line) == .uriTooLong)
+        #expect(parse(line + " HTTP/1.1\r\nHost: x\r\n\r\n") == .uriTooLong)
+        #expect(parse("GET /v1/poll/" + String(repeating: "a", count: 100)) == .incomplete)
+        #expect(PollConnectionHandler.responseHead(status: 414, length: 0, close: true).readableBytesView.starts(with: "HTTP/1.1 414 URI Too Long\r\n".utf8))
+    }
+
     @Test func theResponseHeadIsPlainHTTP() {
         let head = PollConnectionHandler.responseHead(status: 503, length: 12, close: true)
         #expect(String(buffer: head) == "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 12\r\nconnection: close\r\n\r\n")

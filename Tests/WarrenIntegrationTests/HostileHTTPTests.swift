@@ -43,6 +43,18 @@ struct HostileHTTPTests {
         ]
     }()
 
+    /// A URL longer than a request head may be is answered `414` with Warren's JSON error (it
+    /// was hummingbird's bare `400`), and the node carries on.
+    @Test func aURLTooLongIsAnswered414WithItsCode() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let long = "GET /v1/poll/" + String(repeating: "a", count: 20_000) + "?user=mallory HTTP/1.1\r\nHost: x\r\n\r\n"
+        let answer = try await RawHTTP.exchange(port: warren.port, [RawHTTP.bytes(long)], timeout: .seconds(5))
+        #expect(answer.status == 414 && answer.text.contains(#""code":"too_large""#), "\(answer.text.prefix(300))")
+        #expect(answer.closedByServer)
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/healthz").status == 200)
+    }
+
     @Test func malformedRequestsEndInA4xxOrAClosedConnection() async throws {
         let warren = try await WarrenInstance.start(["WARREN_HTTP_HEADER_TIMEOUT": "2", "WARREN_HTTP_IDLE_TIMEOUT": "2"])
         defer { Task { await warren.stop() } }
