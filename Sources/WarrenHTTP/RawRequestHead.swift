@@ -149,11 +149,12 @@ struct RawRequestHead: Equatable, Sendable {
         return nil
     }
 
-    /// Whether an LF comes without the CR before it (only looked for while a head is incomplete).
+    /// Whether the bytes hold a line end (so the request line ended within them).
     private static func hasLineEnd(_ bytes: Bytes) -> Bool {
         bytes.contains(10)
     }
 
+    /// Whether an LF comes without the CR before it (only looked for while a head is incomplete).
     private static func hasBareLF(_ bytes: Bytes) -> Bool {
         var previous: UInt8 = 0
         for b in bytes {
