@@ -51,6 +51,17 @@ public actor WarrenClient {
         var unauthorized = false
         var fatal: WarrenError?
         var switchTo: WebSocketConnection?
+        /// The poll session left for `switchTo`: drained once the socket's subscriptions are in effect.
+        var handover: LeftSession?
+    }
+
+    /// A poll session being left, for a new one or for the WebSocket: kept until what replaces it
+    /// is in place, then drained and deleted. `inFlight` is its long-poll, not cancelled: an
+    /// answer already on its way holds deliveries nothing else will bring.
+    private struct LeftSession {
+        let path: String
+        let cursor: String?
+        let inFlight: Task<Wire.PollAnswer, any Error>?
     }
 
     private let configuration: WarrenClientConfiguration
@@ -76,6 +87,11 @@ public actor WarrenClient {
     private var pollOpen = false
     private var pollRestart = false
     private var pollInterrupt: (@Sendable () -> Void)?
+    /// The wait for the long-poll in flight (``awaitPoll(_:)``).
+    private var pollWaiter: (serial: Int, continuation: CheckedContinuation<Bool, Never>)?
+    private var pollSerial = 0
+    /// The poll session left for the WebSocket being opened, drained once its subscriptions are.
+    private var handover: LeftSession?
     private var pollSwitchTo: WebSocketConnection?
     private var pollProbing = false
     private var pollNextProbe = ContinuousClock.now
@@ -331,7 +347,7 @@ public actor WarrenClient {
         closed = true
         loop?.cancel()
         socket?.close()
-        pollInterrupt?()
+        interruptPoll()
         resumePollAcked()
         for p in pending.values { p.continuation.resume(throwing: WarrenError.closed) }
         pending = [:]
@@ -370,17 +386,20 @@ public actor WarrenClient {
         var attempt = 0
         var nextWebSocketTry = ContinuousClock.now
         var opened: WebSocketConnection?
+        var handover: LeftSession?
         let transports = configuration.transports
         let canPoll = transports.contains(.polling)
         while !closed {
             let useWebSocket = transports.contains(.webSocket) && (opened != nil || !canPoll || ContinuousClock.now >= nextWebSocketTry)
             if case .open = state { setState(.connecting(retryIn: nil)) }
-            let outcome = useWebSocket ? await runWebSocket(opened) : await runPolling(nextProbe: nextWebSocketTry)
+            let outcome = useWebSocket ? await runWebSocket(opened, handover: handover) : await runPolling(nextProbe: nextWebSocketTry)
             opened = nil
+            handover = nil
             if closed { break }
             if outcome.opened { attempt = 0 }
             if let next = outcome.switchTo {
                 opened = next
+                handover = outcome.handover
                 continue
             }
             if let fatal = outcome.fatal {
@@ -430,7 +449,17 @@ public actor WarrenClient {
 
     // MARK: WebSocket
 
-    private func runWebSocket(_ already: WebSocketConnection?) async -> Outcome {
+    /// Runs a WebSocket (`already` open, or opened now); `left`, the poll session it replaces, is
+    /// drained once the socket's subscriptions are in effect, so that the move misses nothing.
+    private func runWebSocket(_ already: WebSocketConnection?, handover left: LeftSession? = nil) async -> Outcome {
+        handover = left
+        defer {
+            // The socket ended before its subscriptions were all in effect: what the session holds is still handed on.
+            if let left = handover {
+                handover = nil
+                Task { await self.drain(left) }
+            }
+        }
         let ws: WebSocketConnection
         if let already {
             ws = already
@@ -480,6 +509,10 @@ public actor WarrenClient {
         resubscribing = waiting
         guard waiting.isEmpty else { return }
         resubscribing = nil
+        if let left = handover {
+            handover = nil
+            Task { await self.drain(left) }
+        }
         openedAs(.webSocket)
     }
 
@@ -524,7 +557,7 @@ public actor WarrenClient {
 
     private func restartPolling() {
         pollRestart = true
-        pollInterrupt?()
+        interruptPoll()
         resumePollAcked()
     }
 
@@ -555,8 +588,36 @@ public actor WarrenClient {
         guard let ws else { return scheduleProbe() }
         guard probeIsWanted() else { return ws.close() }
         pollSwitchTo = ws
-        pollInterrupt?()
+        interruptPoll()
         resumePollAcked()
+    }
+
+    /// Ends what polling waits for: a restart, a probe that opened, or the close.
+    private func interruptPoll() {
+        pollInterrupt?()
+        pollWaiter?.continuation.resume(returning: false)
+        pollWaiter = nil
+    }
+
+    /// Waits for `get`, a long-poll, to answer: true once it did, false when ``restartPolling()``,
+    /// a probe that opened or ``close()`` came first. The request goes on either way.
+    private func awaitPoll(_ get: Task<Wire.PollAnswer, any Error>) async -> Bool {
+        if pollRestart || pollSwitchTo != nil || closed { return false }
+        pollSerial += 1
+        let serial = pollSerial
+        return await withCheckedContinuation { c in
+            pollWaiter = (serial, c)
+            Task {
+                _ = await get.result
+                self.pollAnswered(serial)
+            }
+        }
+    }
+
+    private func pollAnswered(_ serial: Int) {
+        guard let waiter = pollWaiter, waiter.serial == serial else { return }
+        pollWaiter = nil
+        waiter.continuation.resume(returning: true)
     }
 
     /// Runs `operation` so that ``restartPolling()``, a probe that opened or ``close()`` can interrupt it.
@@ -580,8 +641,8 @@ public actor WarrenClient {
         // The session left for a new one when the subscriptions changed: kept until the new one
         // is in place, then drained and deleted, so the subscriptions both have miss nothing
         // published in between (a live delivery both had is handed on once).
-        var leaving: (path: String, cursor: String?)?
-        defer { if let leaving { dropSession(leaving.path, cursor: leaving.cursor) } }
+        var leaving: LeftSession?
+        defer { if let leaving { drop(leaving) } }
         while !closed, pollSwitchTo == nil {
             pollRestart = false
             let subs = subscriptions
@@ -625,6 +686,7 @@ public actor WarrenClient {
             let path = Self.sessionPath(session)
             var cursor: String?
             var outcome: Outcome?
+            var inFlight: Task<Wire.PollAnswer, any Error>?
             let http = self.http
             let wait = configuration.pollWait
             while !closed, !pollRestart, pollSwitchTo == nil {
@@ -632,12 +694,17 @@ public actor WarrenClient {
                 if let cursor { query.append(URLQueryItem(name: "ack", value: cursor)) }
                 let token = self.token
                 let items = query
+                let get = Task {
+                    try await http.send("GET", path, query: items, token: token, user: user, as: Wire.PollAnswer.self,
+                                        timeout: TimeInterval(wait + 30))
+                }
+                guard await awaitPoll(get) else {
+                    inFlight = get  // interrupted: whoever takes the session over takes its answer
+                    break
+                }
                 let answer: Wire.PollAnswer
                 do {
-                    answer = try await interruptibly {
-                        try await http.send("GET", path, query: items, token: token, user: user, as: Wire.PollAnswer.self,
-                                            timeout: TimeInterval(wait + 30))
-                    }
+                    answer = try await get.value
                 } catch let e as WarrenError {
                     if e.status == 401 {
                         outcome = Outcome(opened: opened, unauthorized: true)
@@ -646,7 +713,7 @@ public actor WarrenClient {
                     }
                     break
                 } catch {
-                    break  // interrupted
+                    break  // no answer (the network): a new session, or the next connection
                 }
                 cursor = answer.cursor ?? cursor
                 for item in answer.messages {
@@ -662,16 +729,19 @@ public actor WarrenClient {
             // (once the next one is in place, when the subscriptions changed).
             let finalCursor = pollAwaiting.isEmpty ? cursor : nil
             pollAwaiting = []
-            if pollRestart, outcome == nil, !closed, pollSwitchTo == nil {
-                leaving = (path, finalCursor)
+            let left = LeftSession(path: path, cursor: finalCursor, inFlight: inFlight)
+            if outcome == nil, !closed, pollRestart || pollSwitchTo != nil {
+                leaving = left
             } else {
-                dropSession(path, cursor: finalCursor)
+                drop(left)
             }
             if let outcome { return outcome }
         }
         if let next = pollSwitchTo {
+            // The session goes once the socket's subscriptions are in effect (``resubscribed(_:)``).
             pollSwitchTo = nil
-            return Outcome(opened: opened, switchTo: next)
+            defer { leaving = nil }
+            return Outcome(opened: opened, switchTo: next, handover: leaving)
         }
         return Outcome(opened: opened)
     }
@@ -682,18 +752,27 @@ public actor WarrenClient {
     }
 
     /// Takes what a session being left still holds — its live deliveries are handed on (the
-    /// inbox ones go back to their queue when it is deleted, and come again in the new session)
-    /// — acking `cursor` with it, then deletes it.
-    private func drain(_ old: (path: String, cursor: String?)) async {
+    /// inbox ones go back to their queue when it is deleted, and come again in the new session
+    /// or on the socket) — acking its cursor with it, then deletes it. The drain's `wait=0` poll
+    /// answers the long-poll still parked there (one poll waits at a time), and the delete ends
+    /// one that reached Warren only after the drain: the answers of both are handed on.
+    private func drain(_ old: LeftSession) async {
         var query = [URLQueryItem(name: "wait", value: "0"), URLQueryItem(name: "max", value: "1000")]
         if let cursor = old.cursor { query.append(URLQueryItem(name: "ack", value: cursor)) }
-        if let answer = try? await http.send("GET", old.path, query: query, token: token, user: configuration.user,
-                                             as: Wire.PollAnswer.self) {
-            for item in answer.messages {
-                deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: epoch, onlyLive: true)
-            }
+        let (token, user) = (self.token, configuration.user)
+        let last = try? await http.send("GET", old.path, query: query, token: token, user: user, as: Wire.PollAnswer.self)
+        _ = try? await http.send("DELETE", old.path, token: token, user: user, as: NoAnswer.self)
+        let first = try? await old.inFlight?.value
+        for item in (first?.messages ?? []) + (last?.messages ?? []) {
+            deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: epoch, onlyLive: true)
         }
-        dropSession(old.path, cursor: nil)
+    }
+
+    /// Drops a session left with nothing to take over from it: its long-poll is cancelled, its
+    /// cursor acked and the session deleted, in the background.
+    private func drop(_ left: LeftSession) {
+        left.inFlight?.cancel()
+        dropSession(left.path, cursor: left.cursor)
     }
 
     /// Acks `cursor` if given, then deletes the session, in the background.

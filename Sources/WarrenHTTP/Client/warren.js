@@ -111,6 +111,7 @@ export class WarrenClient {
     this.socket = null;              // the open WebSocket
     this.poll = null;                // the polling loop's controls
     this.resubscribing = null;       // subscription ids not yet answered on a new WebSocket
+    this.handover = null;            // the poll session a new WebSocket replaces, drained once it is subscribed
     this.wakeLoop = new AbortController();
     // Started after the caller's own synchronous set-up (listeners, first subscriptions).
     this.loop = Promise.resolve().then(() => this.run());
@@ -278,15 +279,17 @@ export class WarrenClient {
     let attempt = 0;
     let nextWebSocketTry = 0;
     let opened = null;   // a WebSocket the polling loop opened (moving back)
+    let handover = null; // the poll session it replaces
     while (!this.closed) {
       const useWebSocket = this.transports.includes("websocket") &&
         (opened || !this.transports.includes("polling") || Date.now() >= nextWebSocketTry);
       this.setState("connecting");
-      const outcome = useWebSocket ? await this.runWebSocket(opened) : await this.runPolling(nextWebSocketTry);
+      const outcome = useWebSocket ? await this.runWebSocket(opened, handover) : await this.runPolling(nextWebSocketTry);
       opened = null;
+      handover = null;
       if (this.closed) break;
       if (outcome.opened) attempt = 0;
-      if (outcome.websocket) { opened = outcome.websocket; continue; }
+      if (outcome.websocket) { opened = outcome.websocket; handover = outcome.handover; continue; }
       if (outcome.fatal) {
         this.emit("error", outcome.fatal);
         this.close();
@@ -334,8 +337,28 @@ export class WarrenClient {
     });
   }
 
-  /** Runs one WebSocket connection to its end: `{opened, unauthorized, fatal}`. */
-  async runWebSocket(already) {
+  /**
+   * Runs one WebSocket connection to its end: `{opened, unauthorized, fatal}`. `handover`, the
+   * poll session it replaces, is drained once the socket's subscriptions are in effect (or the
+   * socket ended first), so that the move misses nothing.
+   */
+  async runWebSocket(already, handover = null) {
+    this.handover = handover;
+    try {
+      return await this.runSocket(already);
+    } finally {
+      this.takeOver();
+    }
+  }
+
+  /** Drains the poll session a new socket replaces, if any is left. */
+  takeOver() {
+    const left = this.handover;
+    this.handover = null;
+    if (left) this.drainSession(left);
+  }
+
+  async runSocket(already) {
     const ws = already || await this.openWebSocket();
     if (!ws || ws.readyState !== WS_OPEN) return { opened: false };
     if (this.closed) { ws.close(1000); return { opened: false }; }
@@ -380,6 +403,7 @@ export class WarrenClient {
     if (id !== undefined) this.resubscribing.delete(id);
     if (this.resubscribing.size > 0) return;
     this.resubscribing = null;
+    this.takeOver();
     this.opened("websocket");
   }
 
@@ -481,29 +505,34 @@ export class WarrenClient {
     for (const [, p] of this.pending) { p.sending = false; this.sendPublish(p); }
   }
 
-  /** Acks what a poll session's answers handed out (`cursor`), then deletes the session. */
-  dropSession({ path, cursor }) {
+  /**
+   * Acks what a poll session's answers handed out (`cursor`), then deletes the session; its
+   * long-poll still in flight, if any, is cancelled.
+   */
+  dropSession({ path, cursor, inFlight }) {
+    inFlight?.abort.abort();
     if (cursor) this.request("POST", path + "/ack", { cursor }).catch(() => {});
     this.request("DELETE", path).catch(() => {});
   }
 
   /**
    * Takes what a session being left still holds — its live deliveries are handed on (the inbox
-   * ones go back to their queue when it is deleted, and come again in the new session) — acking
-   * `cursor` with it, then deletes it.
+   * ones go back to their queue when it is deleted, and come again in the new session or on the
+   * socket) — acking `cursor` with it, then deletes it. The drain's `wait=0` poll answers the
+   * long-poll still parked there (`inFlight`, not cancelled: one poll waits at a time), and the
+   * delete ends one that reached Warren only after the drain: the answers of both are handed on.
    */
-  async drainSession({ path, cursor }) {
+  async drainSession({ path, cursor, inFlight }) {
     const q = new URLSearchParams({ wait: "0", max: "1000" });
     if (cursor) q.set("ack", cursor);
-    try {
-      const answer = await this.request("GET", path + "?" + q);
-      const handed = (answer.messages || []).map((m) => {
-        const sub = this.subs.get(m.sub) || [...this.subs.values()].find((s) => s.pattern === m.sub);
-        return sub && sub.mode === "live" ? this.deliver(sub, m.env, !!m.redelivered, () => {}) : null;
-      });
-      await Promise.all(handed);
-    } catch { /* gone already: nothing to take */ }
-    this.request("DELETE", path).catch(() => {});
+    const last = await this.request("GET", path + "?" + q).catch(() => null);   // gone already: nothing to take
+    await this.request("DELETE", path).catch(() => {});
+    const first = inFlight ? await inFlight.answer.catch(() => null) : null;
+    const handed = [...(first?.messages || []), ...(last?.messages || [])].map((m) => {
+      const sub = this.subs.get(m.sub) || [...this.subs.values()].find((s) => s.pattern === m.sub);
+      return sub && sub.mode === "live" ? this.deliver(sub, m.env, !!m.redelivered, () => {}) : null;
+    });
+    await Promise.all(handed);
   }
 
   /**
@@ -578,13 +607,22 @@ export class WarrenClient {
         const path = "/v1/poll/" + encodeURIComponent(session);
         let cursor = null;
         let outcome = null;
+        let inFlight = null;
         while (!this.closed && !restart && !switchTo) {
           if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe();
           const q = new URLSearchParams({ wait: String(this.pollWait) });
           if (cursor) q.set("ack", cursor);
+          // Interrupting the wait (a restart, a socket that opened, the close) leaves the request
+          // going: an answer already on its way is taken by whoever takes the session over.
+          const get = { abort: new AbortController() };
+          get.answer = this.request("GET", path + "?" + q, undefined, { signal: get.abort.signal, refreshed: true });
+          get.answer.catch(() => {});
+          const interrupted = abort.signal.aborted ? Promise.resolve(true)
+            : new Promise((resolve) => abort.signal.addEventListener("abort", () => resolve(true), { once: true }));
+          if (await Promise.race([get.answer.then(() => false, () => false), interrupted])) { inFlight = get; break; }
           let answer;
           try {
-            answer = await this.request("GET", path + "?" + q, undefined, { signal: abort.signal, refreshed: true });
+            answer = await get.answer;
           } catch (e) {
             if (e.code === "aborted") break;
             if (e.status === 401) outcome = { opened, unauthorized: true };
@@ -598,11 +636,16 @@ export class WarrenClient {
         }
         // Leaving this session: what was handed out is acked, and the session dropped (once the
         // next one is in place, when the subscriptions changed).
-        if (restart && !outcome && !this.closed && !switchTo) leaving = { path, cursor };
-        else this.dropSession({ path, cursor });
+        const left = { path, cursor, inFlight };
+        if (!outcome && !this.closed && (restart || switchTo)) leaving = left;
+        else this.dropSession(left);
         if (outcome) return outcome;
       }
-      return switchTo ? { opened, websocket: switchTo } : { opened };
+      if (!switchTo) return { opened };
+      // The session goes once the socket's subscriptions are in effect (`takeOver`).
+      const handover = leaving;
+      leaving = null;
+      return { opened, websocket: switchTo, handover };
     } finally {
       if (leaving) this.dropSession(leaving);
       this.poll = null;

@@ -292,6 +292,37 @@ export const cases = [
     },
   },
   {
+    name: "a polling client moving to its WebSocket misses nothing live",
+    async run(env) {
+      const una = env.unique("una"), vic = env.unique("vic");
+      await env.control("refuseWebSocket");
+      const u = await env.connect({ user: una });
+      const v = await env.connect({ user: vic, direct: true });
+      try {
+        check(u.transport === "polling", `polling, got ${u.transport}`);
+        const room = "room." + env.unique("move");
+        const live = collect(u, room);
+        await live.sub.ready;
+        let sending = true, sent = 0;
+        const sender = (async () => { while (sending && sent < 20000) { await v.publish(room, "m" + sent); sent += 1; } })();
+        await env.control("acceptWebSocket");
+        await waitFor("the move to the WebSocket", 15000, (resolve) => {
+          if (u.transport === "websocket") { resolve(); return undefined; }
+          return u.on("transport", (t) => { if (t === "websocket") resolve(); });
+        });
+        sending = false;
+        await sender;
+        // More over the socket, then the sentinel.
+        for (let i = 0; i < 200; i++) await v.publish(room, "n" + i);
+        await v.publish(room, "end");
+        const got = (await live.inbox.until("end")).map((x) => x.env.body);
+        const expected = [...[...Array(sent).keys()].map((k) => "m" + k), ...[...Array(200).keys()].map((k) => "n" + k)];
+        const missing = expected.filter((b) => !got.includes(b));
+        check(got.length === expected.length + 1 && missing.length === 0, `${sent} sent, ${got.length} received; missing: ${missing.slice(0, 20)}`);
+      } finally { u.close(); v.close(); await env.control("acceptWebSocket"); }
+    },
+  },
+  {
     name: "long-polling when /v1/ws is refused, and back to the WebSocket once it opens",
     async run(env) {
       const ivan = env.unique("ivan"), jo = env.unique("jo");
