@@ -756,14 +756,36 @@ public actor WarrenClient {
     /// or on the socket) — acking its cursor with it, then deletes it. The drain's `wait=0` poll
     /// answers the long-poll still parked there (one poll waits at a time), and the delete ends
     /// one that reached Warren only after the drain: the answers of both are handed on.
+    /// An answer stops at `poll.max_batch` messages or 1 MiB (and carries the session's inbox
+    /// deliveries too): the drain polls again while Warren says the session held more, at most
+    /// this many times.
+    private static let drainRounds = 200
+
     private func drain(_ old: LeftSession) async {
-        var query = [URLQueryItem(name: "wait", value: "0"), URLQueryItem(name: "max", value: "1000")]
-        if let cursor = old.cursor { query.append(URLQueryItem(name: "ack", value: cursor)) }
         let (token, user) = (self.token, configuration.user)
-        let last = try? await http.send("GET", old.path, query: query, token: token, user: user, as: Wire.PollAnswer.self)
+        var answers: [Wire.PollAnswer] = []
+        var ack = old.cursor  // acked with the first drain poll only: the drain hands on no inbox delivery
+        for _ in 0..<Self.drainRounds {
+            var query = [URLQueryItem(name: "wait", value: "0"), URLQueryItem(name: "max", value: "1000")]
+            if let cursor = ack { query.append(URLQueryItem(name: "ack", value: cursor)) }
+            ack = nil
+            guard let answer = try? await http.send("GET", old.path, query: query, token: token, user: user, as: Wire.PollAnswer.self)
+            else { break }
+            answers.append(answer)
+            if answer.more != true { break }
+        }
         _ = try? await http.send("DELETE", old.path, token: token, user: user, as: NoAnswer.self)
-        let first = try? await old.inFlight?.value
-        for item in (first?.messages ?? []) + (last?.messages ?? []) {
+        if let inFlight = old.inFlight {
+            // Parked there, the delete answered it; one that reaches Warren only after the delete
+            // would open the session afresh and wait there: given up on after a moment.
+            let giveUp = Task {
+                try await Task.sleep(for: .seconds(2))
+                inFlight.cancel()
+            }
+            if let first = try? await inFlight.value { answers.insert(first, at: 0) }
+            giveUp.cancel()
+        }
+        for item in answers.flatMap(\.messages) {
             deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: epoch, onlyLive: true)
         }
     }

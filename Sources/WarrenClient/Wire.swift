@@ -69,6 +69,8 @@ enum Wire {
             let redelivered: Bool?
         }
         let messages: [Item]
+        /// The session held more than this answer carries (Warren since 2026-11-28).
+        var more: Bool?
         let cursor: String?
     }
 

@@ -268,14 +268,14 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         // The answer may come from the broker's thread or a timer: written on this loop.
         let taken = service.pollOnLoop(session: session, user: identity.user, wait: wait, max: max, ack: query.items["ack"],
-                                       loop: loop, alive: { channel.isActive }) { items, cursor in
+                                       loop: loop, alive: { channel.isActive }) { taken in
             if loop.inEventLoop {
                 let (handler, context) = bound.value
-                handler.respond(context, items, cursor)
+                handler.respond(context, taken)
             } else {
                 loop.execute {
                     let (handler, context) = bound.value
-                    handler.respond(context, items, cursor)
+                    handler.respond(context, taken)
                 }
             }
         }
@@ -421,10 +421,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     /// Writes a poll answer; on the connection's loop.
-    fileprivate func respond(_ context: ChannelHandlerContext, _ items: [PollItem], _ cursor: String) {
+    fileprivate func respond(_ context: ChannelHandlerContext, _ taken: PollAnswer) {
         parked = nil
         release()
-        answer(context, response: PollAnswerBody.response(items, cursor: cursor), headSaysClose: false)
+        answer(context, response: PollAnswerBody.response(taken), headSaysClose: false)
     }
 
     /// Writes a JSON answer that is not a poll's (a new session, an error).

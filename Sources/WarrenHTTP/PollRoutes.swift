@@ -94,9 +94,9 @@ struct PollRoutes: Sendable {
         // The user's connection slot is the session's (held from its opening on this node).
         service.runtime.metrics.connectionOpened(.poll)
         defer { service.runtime.metrics.connectionClosed(.poll) }
-        let (messages, cursor) = try await service.poll(session: session, user: identity.user, rules: identity.rules, wait: wait, max: max,
-                                                        ack: query.items["ack"])
-        let body = PollAnswerBody.make(messages, cursor: cursor)
+        let taken = try await service.poll(session: session, user: identity.user, rules: identity.rules, wait: wait, max: max,
+                                           ack: query.items["ack"])
+        let body = PollAnswerBody.make(taken)
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
     }
 

@@ -42,8 +42,23 @@ struct PollServiceTests {
         let short = (0..<100).map { i in PollSubscription(id: "s\(i)", pattern: "room.lobby-\(i)", mode: "live") }
         let (token, _) = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: short)
         #expect(token.utf8.count <= PollSessionCodec.maxTokenBytes)
-        let (items, _) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        let items = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil).messages
         #expect(items.isEmpty)
+    }
+
+    /// An answer that could not carry everything the session held says so (`"more":true`), so a
+    /// client that must have it all (one draining a session it leaves) asks again at once.
+    @Test func anAnswerSaysWhenTheSessionHeldMore() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: [
+            PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
+        ])
+        for k in 0..<3 { bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "m\(k)") }
+        let first = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 2, ack: nil)
+        #expect(first.messages.count == 2 && first.more)
+        let rest = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 2, ack: first.cursor)
+        #expect(rest.messages.count == 1 && !rest.more)
     }
 
     @Test func aPollSessionIsAClientSessionBehindABuffer() async throws {
@@ -63,11 +78,12 @@ struct PollServiceTests {
         bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "hello room")
         let id = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e"
         let tag = consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "hi carol", messageID: id)
-        let (items, cursor) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        let answer = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        let (items, cursor) = (answer.messages, answer.cursor)
         #expect(items.map(\.inboxID) == [nil, id])
         #expect(cursor.hasPrefix("n1."))
         #expect(!consume.calls.contains("ack \(tag)"), "leased, not acked")
-        let (none, _) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: cursor)
+        let none = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: cursor).messages
         #expect(none.isEmpty)
         #expect(consume.calls.contains("ack \(tag)"), "acked with the cursor")
 
@@ -100,7 +116,7 @@ struct PollServiceTests {
         let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
         let tag = consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "x",
                                   messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e")
-        let (items, _) = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        let items = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil).messages
         #expect(items.count == 1)
         service.sweep(now: WallClock.milliseconds() + 1_001)
         #expect(consume.calls.contains("nack \(tag) requeue"))

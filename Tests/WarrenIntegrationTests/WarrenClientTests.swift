@@ -20,9 +20,9 @@ struct WarrenClientTests {
         let http: OutageProxy
         let ws: OutageProxy
 
-        static func start() async throws -> Rig {
-            let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": secret,
-                                                         "WARREN_AUTH_LEEWAY": "0"])
+        static func start(_ environment: [String: String] = [:]) async throws -> Rig {
+            let warren = try await WarrenInstance.start(environment.merging(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": secret,
+                                                                             "WARREN_AUTH_LEEWAY": "0"]) { $1 })
             return Rig(warren: warren, http: try await OutageProxy.start(to: warren.port), ws: try await OutageProxy.start(to: warren.port))
         }
 
@@ -312,9 +312,11 @@ struct WarrenClientTests {
 
     /// Over polling, a change of subscriptions is a new session: the subscriptions already in
     /// effect miss nothing published meanwhile (the new session is in place before the old one
-    /// goes, and what the old one still holds is taken first), and no live delivery comes twice.
-    @Test func aPollingClientsSubscriptionsMissNothingWhileOthersAreAdded() async throws {
-        let rig = try await Rig.start()
+    /// goes, and what the old one still holds is taken first, in several answers where one
+    /// cannot carry it all: `poll.max_batch` 3), and no live delivery comes twice.
+    @Test(arguments: [nil, 3])
+    func aPollingClientsSubscriptionsMissNothingWhileOthersAreAdded(maxBatch: Int?) async throws {
+        let rig = try await Rig.start(maxBatch.map { ["WARREN_POLL_MAX_BATCH": String($0)] } ?? [:])
         let ola = uniqueUser("ola"), pia = uniqueUser("pia")
         let o = try await rig.client(ola, direct: true, transports: [.polling])
         let p = try await rig.client(pia, direct: true)

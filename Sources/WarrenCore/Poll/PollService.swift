@@ -154,7 +154,7 @@ public final class PollService: Sendable {
     /// seconds for the first.
     /// `rules` are asked for only when the session is opened here (its first poll on this node).
     public func poll(session token: String, user: String, rules: @autoclosure () -> AccessRules, wait: Int, max: Int,
-                     ack cursor: String?) async throws(ProtocolError) -> (messages: [PollItem], cursor: String)
+                     ack cursor: String?) async throws(ProtocolError) -> PollAnswer
     {
         var found = try await session(for: token, user: user, rules: rules)
         if !found.pollStarted() {
@@ -180,16 +180,16 @@ public final class PollService: Sendable {
     }
 
     /// An answer: up to `max` (clamped to `poll.max_batch`) buffered deliveries, their inbox
-    /// ones leased under the answer's cursor. `none` takes nothing (the client went) but still
-    /// makes a cursor.
-    private func take(from session: PollSession, max: Int, now: Int64, none: Bool = false) -> (messages: [PollItem], cursor: String) {
+    /// ones leased under the answer's cursor, and whether more were left. `none` takes nothing
+    /// (the client went) but still makes a cursor.
+    private func take(from session: PollSession, max: Int, now: Int64, none: Bool = false) -> PollAnswer {
         let max = Swift.max(1, min(max, settings.maxBatch))
         let leaseMilliseconds = Int64(settings.lease) * 1000
-        let (items, seq) = session.output.withBuffer { b in
+        let (items, seq, more) = session.output.withBuffer { b in
             let items = none ? [] : b.take(max: max, maxBytes: PollSettings.maxAnswerBytes)
-            return (items, b.lease(items, now: now, duration: leaseMilliseconds))
+            return (items, b.lease(items, now: now, duration: leaseMilliseconds), !b.isEmpty)
         }
-        return (items, "\(nodeID).\(seq)")
+        return PollAnswer(messages: items, cursor: "\(nodeID).\(seq)", more: more)
     }
 
     /// How ``pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)`` took a poll.
@@ -210,15 +210,15 @@ public final class PollService: Sendable {
     /// `answer` gets no items.
     public func pollOnLoop(session token: String, user: String, wait: Int, max: Int, ack cursor: String?, loop: any EventLoop,
                            alive: @escaping @Sendable () -> Bool,
-                           answer: @escaping @Sendable (_ items: [PollItem], _ cursor: String) -> Void) -> LoopPoll {
+                           answer: @escaping @Sendable (PollAnswer) -> Void) -> LoopPoll {
         guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user,
               !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
         if let cursor { ack(cursor, on: session) }
         let finish: @Sendable () -> Void = { [self] in
             let now = WallClock.milliseconds()
-            let (items, cursor) = take(from: session, max: max, now: now, none: !alive())
+            let taken = take(from: session, max: max, now: now, none: !alive())
             session.pollEnded(now: now)
-            answer(items, cursor)
+            answer(taken)
         }
         let wait = min(wait, settings.maxWait)
         if wait > 0 {

@@ -523,12 +523,24 @@ export class WarrenClient {
    * delete ends one that reached Warren only after the drain: the answers of both are handed on.
    */
   async drainSession({ path, cursor, inFlight }) {
-    const q = new URLSearchParams({ wait: "0", max: "1000" });
-    if (cursor) q.set("ack", cursor);
-    const last = await this.request("GET", path + "?" + q).catch(() => null);   // gone already: nothing to take
+    // An answer stops at `poll.max_batch` messages or 1 MiB (and carries the session's inbox
+    // deliveries too): polled again while Warren says the session held more (200 times at most);
+    // the cursor is acked with the first only (no inbox delivery is handed on).
+    const messages = [];
+    for (let round = 0; round < 200; round++) {
+      const q = new URLSearchParams({ wait: "0", max: "1000" });
+      if (cursor && round === 0) q.set("ack", cursor);
+      const answer = await this.request("GET", path + "?" + q).catch(() => null);   // gone already: nothing to take
+      messages.push(...(answer?.messages || []));
+      if (!answer?.more) break;
+    }
     await this.request("DELETE", path).catch(() => {});
+    // Parked there, the delete answered it; one that reaches Warren only after the delete would
+    // open the session afresh and wait there: given up on after a moment.
+    const giveUp = inFlight && setTimeout(() => inFlight.abort.abort(), 2000);
     const first = inFlight ? await inFlight.answer.catch(() => null) : null;
-    const handed = [...(first?.messages || []), ...(last?.messages || [])].map((m) => {
+    clearTimeout(giveUp);
+    const handed = [...(first?.messages || []), ...messages].map((m) => {
       const sub = this.subs.get(m.sub) || [...this.subs.values()].find((s) => s.pattern === m.sub);
       return sub && sub.mode === "live" ? this.deliver(sub, m.env, !!m.redelivered, () => {}) : null;
     });
