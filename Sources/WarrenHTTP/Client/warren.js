@@ -450,22 +450,25 @@ export class WarrenClient {
    * in order); an inbox delivery is acked after it.
    */
   deliver(sub, env, redelivered, ack) {
-    if (!sub || !env) return Promise.resolve();
+    if (!sub || !env) return Promise.resolve(true);
     sub.tail = sub.tail.then(() => this.handle(sub, env, redelivered, ack));
     return sub.tail;
   }
 
+  /** Runs the handler; false when it threw on an inbox delivery (left unacknowledged). */
   async handle(sub, env, redelivered, ack) {
-    if (sub.seen.has(env.id)) { if (sub.mode === "inbox") ack(env.id); return; }
+    if (sub.seen.has(env.id)) { if (sub.mode === "inbox") ack(env.id); return true; }
     try {
       await sub.handler(env, { sub, redelivered });
     } catch (e) {
-      // Not acknowledged: delivered again after a reconnect.
+      // Not acknowledged: delivered again after a reconnect (over polling, the session is left
+      // without acking the answer: see runPolling).
       this.emit("error", new WarrenError("internal", `a handler of ${sub.pattern} threw: ${e.message || e}`));
-      return;
+      return sub.mode !== "inbox";
     }
     sub.seen.add(env.id);
     if (sub.mode === "inbox") ack(env.id);
+    return true;
   }
 
   sendPublish(entry) {
@@ -644,7 +647,14 @@ export class WarrenClient {
           cursor = answer.cursor;
           const handed = (answer.messages || []).map((m) =>
             this.deliver(this.subs.get(m.sub) || subs.find((s) => s.pattern === m.sub), m.env, !!m.redelivered, () => {}));
-          await Promise.all(handed);
+          if ((await Promise.all(handed)).includes(false)) {
+            // An inbox handler threw. The poll API acks whole answers (the next poll's cursor
+            // would ack this one): the session is left without it instead, so the answer's
+            // inbox deliveries go back to their queue and come again in the next session (the
+            // ones handled already are acked then, not handed on twice).
+            cursor = null;
+            restart = true;
+          }
         }
         // Leaving this session: what was handed out is acked, and the session dropped (once the
         // next one is in place, when the subscriptions changed).

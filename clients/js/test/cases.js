@@ -137,6 +137,31 @@ export const cases = [
     },
   },
   {
+    name: "over long-polling, an inbox delivery whose handler threw comes again",
+    async run(env) {
+      const erin = env.unique("erin"), finn = env.unique("finn");
+      const f = await env.connect({ user: finn, direct: true });
+      const e = await env.connect({ user: erin, transports: ["polling"] });
+      try {
+        let failFirst = true;
+        const inbox = collect(e, `#.${erin}.#`, { mode: "inbox" }, {
+          before: (m) => { if (failFirst && m.body === "one") { failFirst = false; throw new Error("not now"); } },
+        });
+        await inbox.sub.ready;
+        const route = [erin, finn].sort().join(".");
+        const first = await f.publish(route, "one");
+        await f.publish(route, "two");
+        await f.publish(route, "three");
+        const got = await inbox.inbox.until("one");
+        const bodies = got.map((m) => m.env.body);
+        check(got.at(-1).env.id === first && got.at(-1).redelivered, `"one" comes again, redelivered: ${JSON.stringify(bodies)}`);
+        await f.publish(route, "four");
+        const rest = [...bodies, ...(await inbox.inbox.until("four")).map((m) => m.env.body)];
+        check(["two", "three"].every((b) => rest.filter((x) => x === b).length === 1), `the others once each: ${JSON.stringify(rest)}`);
+      } finally { e.close(); f.close(); }
+    },
+  },
+  {
     name: "a publish retried across a forced disconnect arrives once",
     async run(env) {
       const erin = env.unique("erin"), frank = env.unique("frank");
