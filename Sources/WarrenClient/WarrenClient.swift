@@ -751,16 +751,16 @@ public actor WarrenClient {
         "/v1/poll/" + (session.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? session)
     }
 
-    /// Takes what a session being left still holds — its live deliveries are handed on (the
-    /// inbox ones go back to their queue when it is deleted, and come again in the new session
-    /// or on the socket) — acking its cursor with it, then deletes it. The drain's `wait=0` poll
-    /// answers the long-poll still parked there (one poll waits at a time), and the delete ends
-    /// one that reached Warren only after the drain: the answers of both are handed on.
     /// An answer stops at `poll.max_batch` messages or 1 MiB (and carries the session's inbox
-    /// deliveries too): the drain polls again while Warren says the session held more, at most
+    /// deliveries too): a drain polls again while Warren says the session held more, at most
     /// this many times.
     private static let drainRounds = 200
 
+    /// Takes what a session being left still holds — its live deliveries are handed on (the
+    /// inbox ones go back to their queue when it is deleted, and come again in the new session
+    /// or on the socket) — acking its cursor with it, then deletes it. Its long-poll in flight
+    /// was answered by the first delivery after it parked, or is answered by the delete (with
+    /// nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first.
     private func drain(_ old: LeftSession) async {
         let (token, user) = (self.token, configuration.user)
         var answers: [Wire.PollAnswer] = []

@@ -521,9 +521,9 @@ export class WarrenClient {
   /**
    * Takes what a session being left still holds — its live deliveries are handed on (the inbox
    * ones go back to their queue when it is deleted, and come again in the new session or on the
-   * socket) — acking `cursor` with it, then deletes it. The drain's `wait=0` poll answers the
-   * long-poll still parked there (`inFlight`, not cancelled: one poll waits at a time), and the
-   * delete ends one that reached Warren only after the drain: the answers of both are handed on.
+   * socket) — acking `cursor` with it, then deletes it. Its long-poll in flight (`inFlight`, not
+   * cancelled) was answered by the first delivery after it parked, or is answered by the delete
+   * (with nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first.
    */
   async drainSession({ path, cursor, inFlight }) {
     // An answer stops at `poll.max_batch` messages or 1 MiB (and carries the session's inbox
