@@ -776,8 +776,8 @@ public actor WarrenClient {
         }
         _ = try? await http.send("DELETE", old.path, token: token, user: user, as: NoAnswer.self)
         if let inFlight = old.inFlight {
-            // Parked there, the delete answered it; one that reaches Warren only after the delete
-            // would open the session afresh and wait there: given up on after a moment.
+            // Parked there, the delete answered it, and one arriving after the delete is a 404;
+            // if the delete did not get through, it would wait out its `wait`: given up on after a moment.
             let giveUp = Task {
                 try await Task.sleep(for: .seconds(2))
                 inFlight.cancel()

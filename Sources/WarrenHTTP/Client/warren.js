@@ -538,8 +538,8 @@ export class WarrenClient {
       if (!answer?.more) break;
     }
     await this.request("DELETE", path).catch(() => {});
-    // Parked there, the delete answered it; one that reaches Warren only after the delete would
-    // open the session afresh and wait there: given up on after a moment.
+    // Parked there, the delete answered it, and one arriving after the delete is a 404; if the
+    // delete did not get through, it would wait out its `wait`: given up on after a moment.
     const giveUp = inFlight && setTimeout(() => inFlight.abort.abort(), 2000);
     const first = inFlight ? await inFlight.answer.catch(() => null) : null;
     clearTimeout(giveUp);
