@@ -632,9 +632,14 @@ export class WarrenClient {
           const get = { abort: new AbortController() };
           get.answer = this.request("GET", path + "?" + q, undefined, { signal: get.abort.signal, refreshed: true });
           get.answer.catch(() => {});
-          const interrupted = abort.signal.aborted ? Promise.resolve(true)
-            : new Promise((resolve) => abort.signal.addEventListener("abort", () => resolve(true), { once: true }));
-          if (await Promise.race([get.answer.then(() => false, () => false), interrupted])) { inFlight = get; break; }
+          let onAbort = null;
+          const interrupted = new Promise((resolve) => {
+            onAbort = () => resolve(true);
+            if (abort.signal.aborted) resolve(true); else abort.signal.addEventListener("abort", onAbort, { once: true });
+          });
+          const wasInterrupted = await Promise.race([get.answer.then(() => false, () => false), interrupted]);
+          abort.signal.removeEventListener("abort", onAbort);   // one per poll would pile up on the session's controller
+          if (wasInterrupted) { inFlight = get; break; }
           let answer;
           try {
             answer = await get.answer;
