@@ -92,6 +92,9 @@ public actor WarrenClient {
     private var pollSerial = 0
     /// The poll session left for the WebSocket being opened, drained once its subscriptions are.
     private var handover: LeftSession?
+    /// The socket's live deliveries while that session is still to be drained: handed on after
+    /// what the drain takes, which is older.
+    private var heldLive: [(subscription: String, env: Envelope, epoch: Int)]?
     private var pollSwitchTo: WebSocketConnection?
     private var pollProbing = false
     private var pollNextProbe = ContinuousClock.now
@@ -196,10 +199,15 @@ public actor WarrenClient {
         if pollAwaiting.remove(id) != nil, pollAwaiting.isEmpty { resumePollAcked() }
     }
 
-    private func deliver(_ subscription: String, _ env: Envelope, redelivered: Bool, epoch: Int, onlyLive: Bool = false) {
+    private func deliver(_ subscription: String, _ env: Envelope, redelivered: Bool, epoch: Int, onlyLive: Bool = false,
+                         fromSocket: Bool = false) {
         // A poll answer names a subscription by its id (else its pattern).
         let key = subscriptions[subscription] != nil ? subscription : subscriptions.first { $0.value.pattern == subscription }?.key
         guard let key, var entry = subscriptions[key], !onlyLive || entry.mode == .live else { return }
+        if fromSocket, entry.mode == .live, heldLive != nil {
+            heldLive!.append((key, env, epoch))
+            return
+        }
         if entry.seen.contains(env.id) {
             // Handed on before: an inbox redelivery is acknowledged, not shown twice.
             if entry.mode == .inbox, epoch == self.epoch, let socket { socket.send(Wire.encode(Wire.Ack(ids: [env.id]))) }
@@ -453,11 +461,12 @@ public actor WarrenClient {
     /// drained once the socket's subscriptions are in effect, so that the move misses nothing.
     private func runWebSocket(_ already: WebSocketConnection?, handover left: LeftSession? = nil) async -> Outcome {
         handover = left
+        if left != nil, heldLive == nil { heldLive = [] }
         defer {
             // The socket ended before its subscriptions were all in effect: what the session holds is still handed on.
             if let left = handover {
                 handover = nil
-                Task { await self.drain(left) }
+                Task { await self.drain(left, releasing: true) }
             }
         }
         let ws: WebSocketConnection
@@ -511,7 +520,7 @@ public actor WarrenClient {
         resubscribing = nil
         if let left = handover {
             handover = nil
-            Task { await self.drain(left) }
+            Task { await self.drain(left, releasing: true) }
         }
         openedAs(.webSocket)
     }
@@ -521,7 +530,7 @@ public actor WarrenClient {
         guard let f = try? JSONDecoder().decode(Wire.ServerFrame.self, from: Data(text.utf8)) else { return }
         switch f.op {
         case "msg":
-            if let sub = f.sub, let env = f.env { deliver(sub, env, redelivered: f.redelivered ?? false, epoch: epoch) }
+            if let sub = f.sub, let env = f.env { deliver(sub, env, redelivered: f.redelivered ?? false, epoch: epoch, fromSocket: true) }
         case "subscribed":
             if let id = f.id {
                 settle(id, nil)
@@ -761,7 +770,8 @@ public actor WarrenClient {
     /// or on the socket) — acking its cursor with it, then deletes it. Its long-poll in flight
     /// was answered by the first delivery after it parked, or is answered by the delete (with
     /// nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first.
-    private func drain(_ old: LeftSession) async {
+    /// `releasing`: then the socket's live deliveries held meanwhile are handed on.
+    private func drain(_ old: LeftSession, releasing: Bool = false) async {
         let (token, user) = (self.token, configuration.user)
         var answers: [Wire.PollAnswer] = []
         var ack = old.cursor  // acked with the first drain poll only: the drain hands on no inbox delivery
@@ -787,6 +797,10 @@ public actor WarrenClient {
         }
         for item in answers.flatMap(\.messages) {
             deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: epoch, onlyLive: true)
+        }
+        if releasing, let held = heldLive {
+            heldLive = nil
+            for item in held { deliver(item.subscription, item.env, redelivered: false, epoch: item.epoch) }
         }
     }
 

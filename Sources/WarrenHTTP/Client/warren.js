@@ -112,6 +112,7 @@ export class WarrenClient {
     this.poll = null;                // the polling loop's controls
     this.resubscribing = null;       // subscription ids not yet answered on a new WebSocket
     this.handover = null;            // the poll session a new WebSocket replaces, drained once it is subscribed
+    this.heldLive = null;            // the socket's live deliveries meanwhile, handed on after the drain's (older) ones
     this.wakeLoop = new AbortController();
     // Started after the caller's own synchronous set-up (listeners, first subscriptions).
     this.loop = Promise.resolve().then(() => this.run());
@@ -344,6 +345,7 @@ export class WarrenClient {
    */
   async runWebSocket(already, handover = null) {
     this.handover = handover;
+    if (handover && !this.heldLive) this.heldLive = [];
     try {
       return await this.runSocket(already);
     } finally {
@@ -355,7 +357,7 @@ export class WarrenClient {
   takeOver() {
     const left = this.handover;
     this.handover = null;
-    if (left) this.drainSession(left);
+    if (left) this.drainSession(left, { releasing: true });
   }
 
   async runSocket(already) {
@@ -410,7 +412,11 @@ export class WarrenClient {
   /** A frame from Warren. */
   onFrame(f, ack) {
     switch (f.op) {
-      case "msg": return this.deliver(this.subs.get(f.sub), f.env, !!f.redelivered, ack);
+      case "msg": {
+        const sub = this.subs.get(f.sub);
+        if (this.heldLive && sub?.mode === "live") { this.heldLive.push([sub, f.env]); return undefined; }
+        return this.deliver(sub, f.env, !!f.redelivered, ack);
+      }
       case "subscribed":
         this.resubscribed(f.id);
         return this.subs.get(f.id)?.settle();
@@ -524,8 +530,9 @@ export class WarrenClient {
    * socket) — acking `cursor` with it, then deletes it. Its long-poll in flight (`inFlight`, not
    * cancelled) was answered by the first delivery after it parked, or is answered by the delete
    * (with nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first.
+   * `releasing`: then the socket's live deliveries held meanwhile are handed on.
    */
-  async drainSession({ path, cursor, inFlight }) {
+  async drainSession({ path, cursor, inFlight }, { releasing = false } = {}) {
     // An answer stops at `poll.max_batch` messages or 1 MiB (and carries the session's inbox
     // deliveries too): polled again while Warren says the session held more (200 times at most);
     // the cursor is acked with the first only (no inbox delivery is handed on).
@@ -547,6 +554,11 @@ export class WarrenClient {
       const sub = this.subs.get(m.sub) || [...this.subs.values()].find((s) => s.pattern === m.sub);
       return sub && sub.mode === "live" ? this.deliver(sub, m.env, !!m.redelivered, () => {}) : null;
     });
+    if (releasing && this.heldLive) {
+      const held = this.heldLive;
+      this.heldLive = null;
+      for (const [sub, env] of held) if (this.subs.get(sub.id) === sub) handed.push(this.deliver(sub, env, false, () => {}));
+    }
     await Promise.all(handed);
   }
 

@@ -344,6 +344,9 @@ export const cases = [
         const expected = [...[...Array(sent).keys()].map((k) => "m" + k), ...[...Array(200).keys()].map((k) => "n" + k)];
         const missing = expected.filter((b) => !got.includes(b));
         check(got.length === expected.length + 1 && missing.length === 0, `${sent} sent, ${got.length} received; missing: ${missing.slice(0, 20)}`);
+        // In publish order too: what the poll session still held comes before the socket's own.
+        const out = expected.findIndex((b, k) => got[k] !== b);
+        check(out < 0, `out of order at ${out}: ${JSON.stringify(got.slice(Math.max(0, out - 2), out + 3))}`);
       } finally { u.close(); v.close(); await env.control("acceptWebSocket"); }
     },
   },
