@@ -46,10 +46,14 @@ struct HTTPRequester: Sendable {
         }
         let data: Data
         let response: URLResponse
+        // Never cancelled: a cancel racing a completion can crash FoundationNetworking ("a task
+        // that in not in the registry", swift-corelibs-foundation#3292; the CI saw it once). A
+        // caller that stops waiting leaves the request to finish or time out on its own.
+        let session = self.session
+        let transfer = Task { try await session.data(for: request) }
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await transfer.value
         } catch {
-            if Task.isCancelled { throw CancellationError() }
             throw WarrenError("unavailable", "cannot reach Warren: \(error.localizedDescription)")
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0

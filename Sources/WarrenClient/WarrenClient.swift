@@ -90,6 +90,8 @@ public actor WarrenClient {
     /// The wait for the long-poll in flight (``awaitPoll(_:)``).
     private var pollWaiter: (serial: Int, continuation: CheckedContinuation<Bool, Never>)?
     private var pollSerial = 0
+    /// Waits for a request bounded in time (``answered(_:within:)``).
+    private var limitedWaits: [Int: CheckedContinuation<Bool, Never>] = [:]
     /// The poll session left for the WebSocket being opened, drained once its subscriptions are.
     private var handover: LeftSession?
     /// The socket's live deliveries while that session is still to be drained: handed on after
@@ -785,15 +787,10 @@ public actor WarrenClient {
             if answer.more != true { break }
         }
         _ = try? await http.send("DELETE", old.path, token: token, user: user, as: NoAnswer.self)
-        if let inFlight = old.inFlight {
-            // Parked there, the delete answered it, and one arriving after the delete is a 404;
-            // if the delete did not get through, it would wait out its `wait`: given up on after a moment.
-            let giveUp = Task {
-                try await Task.sleep(for: .seconds(2))
-                inFlight.cancel()
-            }
-            if let first = try? await inFlight.value { answers.insert(first, at: 0) }
-            giveUp.cancel()
+        // Parked there, the delete answered it, and one arriving after the delete is a 404; if the
+        // delete did not get through, it would wait out its `wait`: given up on after a moment.
+        if let inFlight = old.inFlight, await answered(inFlight, within: .seconds(2)), let first = try? await inFlight.value {
+            answers.insert(first, at: 0)
         }
         for item in answers.flatMap(\.messages) {
             deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: epoch, onlyLive: true)
@@ -804,10 +801,30 @@ public actor WarrenClient {
         }
     }
 
-    /// Drops a session left with nothing to take over from it: its long-poll is cancelled, its
-    /// cursor acked and the session deleted, in the background.
+    /// Whether `request` answered within `limit` (it is not cancelled either way).
+    private func answered(_ request: Task<Wire.PollAnswer, any Error>, within limit: Duration) async -> Bool {
+        pollSerial += 1
+        let serial = pollSerial
+        return await withCheckedContinuation { c in
+            limitedWaits[serial] = c
+            Task {
+                _ = await request.result
+                self.endLimitedWait(serial, answered: true)
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                self.endLimitedWait(serial, answered: false)
+            }
+        }
+    }
+
+    private func endLimitedWait(_ serial: Int, answered: Bool) {
+        limitedWaits.removeValue(forKey: serial)?.resume(returning: answered)
+    }
+
+    /// Drops a session left with nothing to take over from it: its cursor acked and the session
+    /// deleted, in the background (the delete ends its long-poll in flight, if any).
     private func drop(_ left: LeftSession) {
-        left.inFlight?.cancel()
         dropSession(left.path, cursor: left.cursor)
     }
 
