@@ -87,11 +87,11 @@ public actor WarrenClient {
     private var pollOpen = false
     private var pollRestart = false
     private var pollInterrupt: (@Sendable () -> Void)?
-    /// The wait for the long-poll in flight (``awaitPoll(_:)``).
-    private var pollWaiter: (serial: Int, continuation: CheckedContinuation<Bool, Never>)?
-    private var pollSerial = 0
-    /// Waits for a request bounded in time (``answered(_:within:)``).
-    private var limitedWaits: [Int: CheckedContinuation<Bool, Never>] = [:]
+    /// Waits for a request's answer (``answered(_:within:interruptible:)``), by serial.
+    private var waits: [Int: CheckedContinuation<Bool, Never>] = [:]
+    private var waitSerial = 0
+    /// The wait for the long-poll in flight, which ``interruptPoll()`` ends.
+    private var pollWait: Int?
     /// The poll session left for the WebSocket being opened, drained once its subscriptions are.
     private var handover: LeftSession?
     /// The socket's live deliveries while that session is still to be drained: handed on after
@@ -606,29 +606,36 @@ public actor WarrenClient {
     /// Ends what polling waits for: a restart, a probe that opened, or the close.
     private func interruptPoll() {
         pollInterrupt?()
-        pollWaiter?.continuation.resume(returning: false)
-        pollWaiter = nil
+        if let pollWait { endWait(pollWait, answered: false) }
     }
 
-    /// Waits for `get`, a long-poll, to answer: true once it did, false when ``restartPolling()``,
-    /// a probe that opened or ``close()`` came first. The request goes on either way.
-    private func awaitPoll(_ get: Task<Wire.PollAnswer, any Error>) async -> Bool {
-        if pollRestart || pollSwitchTo != nil || closed { return false }
-        pollSerial += 1
-        let serial = pollSerial
+    /// Waits for `request` to answer: true once it did, false when `limit` passed first or, if
+    /// `interruptible` (the long-poll in flight), when ``restartPolling()``, a probe that opened
+    /// or ``close()`` came first. The request is never cancelled: it goes on either way.
+    private func answered(_ request: Task<Wire.PollAnswer, any Error>, within limit: Duration? = nil,
+                          interruptible: Bool = false) async -> Bool {
+        if interruptible, pollRestart || pollSwitchTo != nil || closed { return false }
+        waitSerial += 1
+        let serial = waitSerial
+        if interruptible { pollWait = serial }
         return await withCheckedContinuation { c in
-            pollWaiter = (serial, c)
+            waits[serial] = c
             Task {
-                _ = await get.result
-                self.pollAnswered(serial)
+                _ = await request.result
+                self.endWait(serial, answered: true)
+            }
+            if let limit {
+                Task {
+                    try? await Task.sleep(for: limit)
+                    self.endWait(serial, answered: false)
+                }
             }
         }
     }
 
-    private func pollAnswered(_ serial: Int) {
-        guard let waiter = pollWaiter, waiter.serial == serial else { return }
-        pollWaiter = nil
-        waiter.continuation.resume(returning: true)
+    private func endWait(_ serial: Int, answered: Bool) {
+        if pollWait == serial { pollWait = nil }
+        waits.removeValue(forKey: serial)?.resume(returning: answered)
     }
 
     /// Runs `operation` so that ``restartPolling()``, a probe that opened or ``close()`` can interrupt it.
@@ -709,7 +716,7 @@ public actor WarrenClient {
                     try await http.send("GET", path, query: items, token: token, user: user, as: Wire.PollAnswer.self,
                                         timeout: TimeInterval(wait + 30))
                 }
-                guard await awaitPoll(get) else {
+                guard await answered(get, interruptible: true) else {
                     inFlight = get  // interrupted: whoever takes the session over takes its answer
                     break
                 }
@@ -799,27 +806,6 @@ public actor WarrenClient {
             heldLive = nil
             for item in held { deliver(item.subscription, item.env, redelivered: false, epoch: item.epoch) }
         }
-    }
-
-    /// Whether `request` answered within `limit` (it is not cancelled either way).
-    private func answered(_ request: Task<Wire.PollAnswer, any Error>, within limit: Duration) async -> Bool {
-        pollSerial += 1
-        let serial = pollSerial
-        return await withCheckedContinuation { c in
-            limitedWaits[serial] = c
-            Task {
-                _ = await request.result
-                self.endLimitedWait(serial, answered: true)
-            }
-            Task {
-                try? await Task.sleep(for: limit)
-                self.endLimitedWait(serial, answered: false)
-            }
-        }
-    }
-
-    private func endLimitedWait(_ serial: Int, answered: Bool) {
-        limitedWaits.removeValue(forKey: serial)?.resume(returning: answered)
     }
 
     /// Drops a session left with nothing to take over from it: its cursor acked and the session

@@ -37,6 +37,6 @@ struct JavaScriptClientTests {
         for line in lines where line.hasPrefix("not ok") { Issue.record("\(line)") }
         let passed = lines.filter { $0.hasPrefix("ok ") }.count
         #expect(status == 0, "\(node.log)")
-        #expect(passed >= 11 && lines.contains("js client tests: all passed"), "\(node.log)")
+        #expect(passed >= 12 && lines.contains("js client tests: all passed"), "\(node.log)")
     }
 }

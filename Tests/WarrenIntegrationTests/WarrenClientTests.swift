@@ -38,7 +38,7 @@ struct WarrenClientTests {
 
         /// A client for `user`, open; through the proxies unless `direct`.
         func client(_ user: String, direct: Bool = false, token: String? = nil, transports: [Transport] = [.webSocket, .polling],
-                    getToken: (@Sendable () async throws -> String)? = nil) async throws -> WarrenClient {
+                    pollWait: Int = 10, getToken: (@Sendable () async throws -> String)? = nil) async throws -> WarrenClient {
             let base = URL(string: "http://127.0.0.1:\(direct ? warren.port : http.port)")!
             let secret = WarrenClientTests.secret
             var c = WarrenClientConfiguration(url: base, token: try await self.token(user),
@@ -50,7 +50,7 @@ struct WarrenClientTests {
             c.backoffInitial = .milliseconds(100)
             c.backoffMax = .seconds(1)
             c.retryWebSocketAfter = .milliseconds(500)
-            c.pollWait = 10
+            c.pollWait = pollWait
             let client = await WarrenClient.connect(c)
             try await client.waitUntilOpen()
             return client
@@ -349,6 +349,34 @@ struct WarrenClientTests {
         }
         await o.close()
         await p.close()
+        await rig.stop()
+    }
+
+    /// A subscription added while the client's long-poll is parked takes effect at once: the
+    /// wait for that poll is interrupted (the poll itself is never cancelled), not waited out.
+    /// Here a poll waits up to 300 s; the client is closed after 30 s if the change is stuck.
+    @Test func aSubscriptionAddedWhileALongPollIsParkedDoesNotWaitForIt() async throws {
+        let rig = try await Rig.start(["WARREN_POLL_MAX_WAIT": "300"])
+        let rae = uniqueUser("rae"), sol = uniqueUser("sol")
+        let r = try await rig.client(rae, direct: true, transports: [.polling], pollWait: 300)
+        let s = try await rig.client(sol, direct: true)
+        let first = "room.\(uniqueUser("first"))", second = "room.\(uniqueUser("second"))"
+        let one = Reader(try await r.subscribe(first))
+        _ = try await s.publish(first, "before")
+        #expect(try await one.next("the first room's message").envelope.body == "before")
+        // Nothing else is published, so the next long-poll parks. A moment for it to get there
+        // (the test passes either way; without the pause the change can come before the poll is
+        // sent, and the test could not fail).
+        try await Task.sleep(for: .milliseconds(300))
+        let watchdog = Task { try await Task.sleep(for: .seconds(30)); await r.close() }
+        defer { watchdog.cancel() }
+        let two = Reader(try await r.subscribe(second))
+        _ = try await s.publish(second, "after")
+        _ = try await s.publish(first, "after")
+        #expect(try await two.next("the second room's message").envelope.body == "after")
+        #expect(try await one.next("the first room's next message").envelope.body == "after")
+        await r.close()
+        await s.close()
         await rig.stop()
     }
 

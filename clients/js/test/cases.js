@@ -317,6 +317,32 @@ export const cases = [
     },
   },
   {
+    name: "a subscription added while a long-poll is parked does not wait for it",
+    async run(env) {
+      // Polls wait up to 30 s here (Warren's poll.max_wait): the change must not wait one out.
+      const rae = env.unique("rae"), sol = env.unique("sol");
+      const r = await env.connect({ user: rae, transports: ["polling"], pollWait: 30 });
+      const s = await env.connect({ user: sol, direct: true });
+      try {
+        const first = "room." + env.unique("first"), second = "room." + env.unique("second");
+        const one = collect(r, first);
+        await one.sub.ready;
+        await s.publish(first, "before");
+        check((await one.inbox.next("the first room's message")).env.body === "before", "the first room's message");
+        // Nothing else is published, so the next long-poll parks. A moment for it to get there
+        // (the case passes either way; without the pause the change can come before the poll is
+        // sent, and the case could not fail).
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const two = collect(r, second);
+        await waitFor("the second subscription in effect", 15000, (resolve) => { two.sub.ready.then(resolve, resolve); return () => {}; });
+        await s.publish(second, "after");
+        await s.publish(first, "after");
+        check((await two.inbox.next("the second room's message")).env.body === "after", "the second room's message");
+        check((await one.inbox.next("the first room's next message")).env.body === "after", "the first room's next message");
+      } finally { r.close(); s.close(); }
+    },
+  },
+  {
     name: "a polling client moving to its WebSocket misses nothing live",
     async run(env) {
       const una = env.unique("una"), vic = env.unique("vic");
