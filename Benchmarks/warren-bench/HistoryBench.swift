@@ -84,7 +84,8 @@ struct HistoryBench {
             let id = ids.next(nowMilliseconds: ms)
             let sender = n % 2 == 0 ? "h\(r)" : "g\(r % 97)"
             let envelope = #"{"v":1,"id":"\#(id)","route":"\#(route)","type":"text","from":"\#(sender)","via":"ws","ts":\#(ms),"body":"message \#(n) of the history benchmark"}"#
-            batch.append(StoredMessage(id: id, route: route, sender: sender, type: "text", ts: Int64(ms), envelope: envelope))
+            batch.append(StoredMessage(id: id, route: route, sender: sender, type: "text", ts: Int64(ms), envelope: envelope,
+                                       sortKey: SortKey.of(id: id, storedAt: Int64(ms))))
             if n % 100 == r % 100 { samples[r, default: []].append(id) }
             if batch.count == 5_000 {
                 try await store.write(batch)

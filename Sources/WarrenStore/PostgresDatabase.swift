@@ -50,8 +50,13 @@ final class PostgresDatabase: SQLDatabase {
     }
 
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
-        try await client.withTransaction(logger: logger) { connection in
-            try await body(Session(connection: connection, logger: logger))
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await body(Session(connection: connection, logger: logger))
+            }
+        } catch let error as PostgresTransactionError where error.closureError != nil && error.rollbackError == nil {
+            // Rolled back: what went wrong is the body's error, as on SQLite.
+            throw error.closureError!
         }
     }
 

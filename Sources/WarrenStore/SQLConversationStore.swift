@@ -8,10 +8,25 @@ public final class SQLConversationStore: ConversationStore {
 
     init(database: any SQLDatabase) { self.database = database }
 
+    /// Creates the tables, or brings those of an older version up to this one, in one
+    /// transaction (on PostgreSQL under a lock, so nodes starting together take turns).
     public func migrate() async throws {
-        let statements = StoreSchema.statements(dialect: dialect)
+        let dialect = dialect
+        let now = WallClock.milliseconds()
         try await database.transaction { session in
-            for statement in statements { _ = try await session.query(statement) }
+            if dialect == .postgres {
+                _ = try await session.query("SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(\(StoreSchema.lockKey))) AS l")
+            }
+            for statement in StoreSchema.tables(dialect: dialect) { _ = try await session.query(statement) }
+            let found = try await session.query("SELECT version FROM warren_schema").first?["version"]?.integer ?? StoreSchema.version
+            guard found <= StoreSchema.version else {
+                throw StoreDataError(description: "the store's schema is version \(found), newer than this Warren knows "
+                                     + "(\(StoreSchema.version)): a newer Warren wrote it")
+            }
+            if found < 2 {
+                for (sql, binds) in StoreSchema.upgradeToVersion2(dialect: dialect, now: now) { _ = try await session.query(sql, binds) }
+            }
+            for statement in StoreSchema.finish { _ = try await session.query(statement) }
         }
     }
 
@@ -22,22 +37,29 @@ public final class SQLConversationStore: ConversationStore {
             for chunk in StoreSQL.chunks(messages) {
                 _ = try await session.query(StoreSQL.insertMessages(count: chunk.count, dialect: dialect),
                                             chunk.flatMap { [.text($0.id), .text($0.route), .text($0.sender), .text($0.type),
-                                                             .integer($0.ts), .text($0.envelope)] })
+                                                             .integer($0.ts), .text($0.envelope), .text($0.sortKey)] })
                 let pairs = StoreSQL.participantRows(chunk)
                 _ = try await session.query(StoreSQL.insertParticipants(count: pairs.count, dialect: dialect),
                                             pairs.flatMap { [.text($0.user), .text($0.route)] })
                 let latest = StoreSQL.latestPerRoute(chunk)
                 _ = try await session.query(StoreSQL.upsertRoutes(count: latest.count, dialect: dialect),
-                                            latest.flatMap { [.text($0.route), .text($0.id)] })
+                                            latest.flatMap { [.text($0.route), .text($0.id), .text($0.key)] })
             }
         }
     }
 
-    public func history(route: String, before: String?, limit: Int) async throws -> HistoryPage {
-        let sql = StoreSQL.history(before: before != nil, dialect: dialect)
-        let binds: [SQLValue] = [.text(route)] + (before.map { [.text($0)] } ?? []) + [.integer(Int64(limit + 1))]
-        let rows = try await database.read { session in try await session.query(sql, binds) }
-        return StoreSQL.page(try rows.map(Self.message), limit: limit)
+    public func history(route: String, before: String?, limit: Int) async throws -> HistoryPage? {
+        let dialect = dialect
+        let rows = try await database.read { session -> [SQLRow]? in
+            var beforeKey: [SQLValue] = []
+            if let before {
+                guard let key = try await Self.key(of: before, route: route, session: session, dialect: dialect) else { return nil }
+                beforeKey = [.text(key)]
+            }
+            return try await session.query(StoreSQL.history(before: before != nil, dialect: dialect),
+                                           [.text(route)] + beforeKey + [.integer(Int64(limit + 1))])
+        }
+        return try rows.map { StoreSQL.page(try $0.map(Self.message), limit: limit) }
     }
 
     public func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] {
@@ -58,18 +80,26 @@ public final class SQLConversationStore: ConversationStore {
         }
     }
 
-    public func markRead(user: String, route: String, id: String) async throws -> String {
+    public func markRead(user: String, route: String, id: String) async throws -> String? {
         let dialect = dialect
         return try await database.transaction { session in
-            _ = try await session.query(StoreSQL.upsertRead(dialect: dialect), [.text(user), .text(route), .text(id)])
+            guard let key = try await Self.key(of: id, route: route, session: session, dialect: dialect) else { return nil }
+            _ = try await session.query(StoreSQL.upsertRead(dialect: dialect), [.text(user), .text(route), .text(id), .text(key)])
             let rows = try await session.query(StoreSQL.readMarker(dialect: dialect), [.text(user), .text(route)])
             return rows.first?["id"]?.string ?? id
         }
     }
 
     public func prune(before cutoff: Int64) async throws -> Int {
-        let sql = "DELETE FROM warren_messages WHERE ts < \(dialect.p(1)) RETURNING id"
-        return try await database.transaction { session in try await session.query(sql, [.integer(cutoff)]).count }
+        let sql = "DELETE FROM warren_messages WHERE sort_key < \(dialect.p(1)) RETURNING id"
+        return try await database.transaction { session in try await session.query(sql, [.text(SortKey.prefix(cutoff))]).count }
+    }
+
+    /// Where the message `id` of `route` stands: its key if it is kept, else the key a believable
+    /// UUIDv7 gives itself (a message not written yet, or pruned), else nil.
+    static func key(of id: String, route: String, session: any SQLSession, dialect: SQLDialect) async throws -> String? {
+        let rows = try await session.query(StoreSQL.keyOf(dialect: dialect), [.text(id), .text(route)])
+        return rows.first?["sort_key"]?.string ?? SortKey.placing(id: id, now: WallClock.milliseconds())
     }
 
     public func ping() async throws {
@@ -80,9 +110,10 @@ public final class SQLConversationStore: ConversationStore {
 
     static func message(_ row: SQLRow) throws -> StoredMessage {
         guard let id = row["id"]?.string, let route = row["route"]?.string, let sender = row["sender"]?.string,
-              let type = row["type"]?.string, let ts = row["ts"]?.integer, let envelope = row["envelope"]?.string else {
+              let type = row["type"]?.string, let ts = row["ts"]?.integer, let envelope = row["envelope"]?.string,
+              let sortKey = row["sort_key"]?.string else {
             throw StoreDataError(description: "a stored row lacks a column or has the wrong type")
         }
-        return StoredMessage(id: id, route: route, sender: sender, type: type, ts: ts, envelope: envelope)
+        return StoredMessage(id: id, route: route, sender: sender, type: type, ts: ts, envelope: envelope, sortKey: sortKey)
     }
 }

@@ -18,4 +18,28 @@ enum SQLDialect: Sendable {
         case .postgres: return "GREATEST"
         }
     }
+
+    /// The smaller of two values.
+    var least: String {
+        switch self {
+        case .sqlite: return "min"
+        case .postgres: return "LEAST"
+        }
+    }
+
+    /// Ids and sort keys: compared byte by byte (PostgreSQL's default collation may skip the hyphens).
+    var keyType: String {
+        switch self {
+        case .sqlite: return "TEXT"
+        case .postgres: return "TEXT COLLATE \"C\""
+        }
+    }
+
+    /// An integer expression as 12 lower-case hex digits (``SortKey/prefix(_:)`` in SQL).
+    func hex12(_ expression: String) -> String {
+        switch self {
+        case .sqlite: return "printf('%012x', \(expression))"
+        case .postgres: return "lpad(to_hex(\(expression)), 12, '0')"
+        }
+    }
 }

@@ -2,7 +2,7 @@ import WarrenCore
 
 /// The store's statements, written once for both dialects.
 enum StoreSQL {
-    /// Messages per multi-row insert (6 binds each: well under either database's bind limit).
+    /// Messages per multi-row insert (7 binds each: well under either database's bind limit).
     static let chunkSize = 200
 
     static func chunks(_ messages: [StoredMessage]) -> [ArraySlice<StoredMessage>] {
@@ -16,8 +16,8 @@ enum StoreSQL {
     }
 
     static func insertMessages(count: Int, dialect: SQLDialect) -> String {
-        "INSERT INTO warren_messages (id, route, sender, type, ts, envelope) VALUES "
-            + values(rows: count, columns: 6, dialect: dialect) + " ON CONFLICT (id) DO NOTHING"
+        "INSERT INTO warren_messages (id, route, sender, type, ts, envelope, sort_key) VALUES "
+            + values(rows: count, columns: 7, dialect: dialect) + " ON CONFLICT (id) DO NOTHING"
     }
 
     /// `(user, route)` pairs the messages make conversations of, each once.
@@ -35,22 +35,30 @@ enum StoreSQL {
             + " ON CONFLICT (username, route) DO NOTHING"
     }
 
-    /// Each route's newest id among the messages.
-    static func latestPerRoute(_ messages: ArraySlice<StoredMessage>) -> [(route: String, id: String)] {
-        var latest: [String: String] = [:]
-        for m in messages where latest[m.route].map({ m.id > $0 }) ?? true { latest[m.route] = m.id }
-        return latest.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    /// Each route's newest message (by key) among the messages.
+    static func latestPerRoute(_ messages: ArraySlice<StoredMessage>) -> [(route: String, id: String, key: String)] {
+        var latest: [String: StoredMessage] = [:]
+        for m in messages where latest[m.route].map({ m.sortKey > $0.sortKey }) ?? true { latest[m.route] = m }
+        return latest.sorted { $0.key < $1.key }.map { ($0.key, $0.value.id, $0.value.sortKey) }
     }
 
     static func upsertRoutes(count: Int, dialect: SQLDialect) -> String {
-        "INSERT INTO warren_routes (route, last_id) VALUES " + values(rows: count, columns: 2, dialect: dialect)
-            + " ON CONFLICT (route) DO UPDATE SET last_id = \(dialect.greatest)(warren_routes.last_id, excluded.last_id)"
+        "INSERT INTO warren_routes (route, last_id, last_key) VALUES " + values(rows: count, columns: 3, dialect: dialect)
+            + " ON CONFLICT (route) DO UPDATE SET last_id = excluded.last_id, last_key = excluded.last_key"
+            + " WHERE excluded.last_key > warren_routes.last_key"
     }
 
-    /// Binds: route, [before], limit + 1.
+    static let columns = "id, route, sender, type, ts, envelope, sort_key"
+
+    /// Binds: id, route. The key of a message of the route.
+    static func keyOf(dialect: SQLDialect) -> String {
+        "SELECT sort_key FROM warren_messages WHERE id = \(dialect.p(1)) AND route = \(dialect.p(2))"
+    }
+
+    /// Binds: route, [before's key], limit + 1.
     static func history(before: Bool, dialect: SQLDialect) -> String {
-        "SELECT id, route, sender, type, ts, envelope FROM warren_messages WHERE route = \(dialect.p(1))"
-            + (before ? " AND id < \(dialect.p(2))" : "") + " ORDER BY id DESC LIMIT \(dialect.p(before ? 3 : 2))"
+        "SELECT \(columns) FROM warren_messages WHERE route = \(dialect.p(1))"
+            + (before ? " AND sort_key < \(dialect.p(2))" : "") + " ORDER BY sort_key DESC LIMIT \(dialect.p(before ? 3 : 2))"
     }
 
     /// Rows fetched newest first, one more than the page: the page oldest first, and whether there is more.
@@ -61,13 +69,13 @@ enum StoreSQL {
     /// Binds: user, limit. Each conversation with its newest message and the user's marker.
     static func conversations(dialect: SQLDialect) -> String {
         """
-        SELECT m.id, m.route, m.sender, m.type, m.ts, m.envelope, rd.id AS read_id
+        SELECT m.id, m.route, m.sender, m.type, m.ts, m.envelope, m.sort_key, rd.id AS read_id
         FROM warren_participants p
         JOIN warren_routes r ON r.route = p.route
         JOIN warren_messages m ON m.id = r.last_id
         LEFT JOIN warren_reads rd ON rd.username = p.username AND rd.route = p.route
         WHERE p.username = \(dialect.p(1))
-        ORDER BY r.last_id DESC LIMIT \(dialect.p(2))
+        ORDER BY r.last_key DESC LIMIT \(dialect.p(2))
         """
     }
 
@@ -79,15 +87,15 @@ enum StoreSQL {
         FROM warren_participants p
         JOIN warren_messages m ON m.route = p.route
         LEFT JOIN warren_reads rd ON rd.username = p.username AND rd.route = p.route
-        WHERE p.username = \(dialect.p(1)) AND m.sender <> \(dialect.p(2)) AND m.id > COALESCE(rd.id, '')\(skip)
+        WHERE p.username = \(dialect.p(1)) AND m.sender <> \(dialect.p(2)) AND m.sort_key > COALESCE(rd.sort_key, '')\(skip)
         GROUP BY m.route
         """
     }
 
-    /// Binds: user, route, id. Moves the marker forward only.
+    /// Binds: user, route, id, key. Moves the marker forward only.
     static func upsertRead(dialect: SQLDialect) -> String {
-        "INSERT INTO warren_reads (username, route, id) VALUES (\(dialect.p(1)), \(dialect.p(2)), \(dialect.p(3))) "
-            + "ON CONFLICT (username, route) DO UPDATE SET id = excluded.id WHERE excluded.id > warren_reads.id"
+        "INSERT INTO warren_reads (username, route, id, sort_key) VALUES (\(dialect.p(1)), \(dialect.p(2)), \(dialect.p(3)), \(dialect.p(4))) "
+            + "ON CONFLICT (username, route) DO UPDATE SET id = excluded.id, sort_key = excluded.sort_key WHERE excluded.sort_key > warren_reads.sort_key"
     }
 
     /// Binds: user, route.

@@ -42,9 +42,9 @@ final class FakeStore: ConversationStore {
         }
     }
     func migrate() async throws {}
-    func history(route: String, before: String?, limit: Int) async throws -> HistoryPage { HistoryPage(messages: [], more: false) }
+    func history(route: String, before: String?, limit: Int) async throws -> HistoryPage? { HistoryPage(messages: [], more: false) }
     func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] { [] }
-    func markRead(user: String, route: String, id: String) async throws -> String { id }
+    func markRead(user: String, route: String, id: String) async throws -> String? { id }
     func prune(before cutoff: Int64) async throws -> Int { 0 }
     func ping() async throws {}
     func close() async {}

@@ -66,7 +66,7 @@ struct StoreWriterTests {
     }
 
     @Test func newestTagPerChannelAndConnectionEpoch() {
-        let m = StoredMessage(id: "x", route: "a.b", sender: "a", type: "text", ts: 0, envelope: "{}")
+        let m = StoredMessage(id: "x", route: "a.b", sender: "a", type: "text", ts: 0, envelope: "{}", sortKey: "x")
         let one = FakeChannel("one"), two = FakeChannel("two")
         let items = [(one, 1, 4), (one, 1, 6), (one, 2, 1), (two, 1, 2), (one, 2, 3), (one, 1, 5), (two, 1, 1)].map {
             StoreWriter.Item(message: m, tag: DeliveryTag(epoch: $0.1, value: $0.2), channel: $0.0)

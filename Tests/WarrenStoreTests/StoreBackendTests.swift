@@ -13,7 +13,8 @@ struct StoreBackendTests {
     static let postgresURL = ProcessInfo.processInfo.environment["WARREN_TEST_POSTGRES_URL"]
         ?? "postgres://warren@127.0.0.1:15432/warren?sslmode=disable"
 
-    static func withStore(_ backend: Backend, _ body: (SQLConversationStore) async throws -> Void) async throws {
+    /// `migrated: false` leaves the new database empty (for a test that builds an older schema first).
+    static func withStore(_ backend: Backend, migrated: Bool = true, _ body: (SQLConversationStore) async throws -> Void) async throws {
         let logger = Logger(label: "test")
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let store: SQLConversationStore
@@ -35,8 +36,10 @@ struct StoreBackendTests {
                 await admin.close()
             }
         }
-        try await store.migrate()
-        try await store.migrate() // idempotent: a restart migrates again
+        if migrated {
+            try await store.migrate()
+            try await store.migrate() // idempotent: a restart migrates again
+        }
         do { try await body(store) } catch {
             await store.close()
             try await cleanup()
@@ -46,12 +49,19 @@ struct StoreBackendTests {
         try await cleanup()
     }
 
-    static let ids = UUIDv7Generator()
 
     static func message(_ route: String, from: String, type: String = "text", at ms: Int64 = 1_700_000_000_000) -> StoredMessage {
-        let id = ids.next(nowMilliseconds: UInt64(ms))
-        return StoredMessage(id: id, route: route, sender: from, type: type, ts: ms,
-                             envelope: #"{"v":1,"id":"\#(id)","route":"\#(route)","type":"\#(type)","from":"\#(from)","body":"x"}"#)
+        // A generator per message: a shared one is monotonic, and would go on from the latest
+        // time any test asked for.
+        let id = UUIDv7Generator().next(nowMilliseconds: UInt64(ms))
+        return stored(id, route, from: from, type: type, ts: ms, storedAt: ms)
+    }
+
+    /// A message kept at `storedAt` under an id of any kind, claiming the time `ts`.
+    static func stored(_ id: String, _ route: String, from: String, type: String = "text", ts: Int64, storedAt: Int64) -> StoredMessage {
+        StoredMessage(id: id, route: route, sender: from, type: type, ts: ts,
+                      envelope: #"{"v":1,"id":"\#(id)","route":"\#(route)","type":"\#(type)","from":"\#(from)","body":"x"}"#,
+                      sortKey: SortKey.of(id: id, storedAt: storedAt))
     }
 
     @Test(arguments: Backend.allCases) func historyPagesOldestFirstAndAWriteTwiceKeepsOnce(_ backend: Backend) async throws {
@@ -59,15 +69,15 @@ struct StoreBackendTests {
             let messages = (0..<7).map { Self.message("alice.bob", from: $0 % 2 == 0 ? "alice" : "bob", at: 1_700_000_000_000 + Int64($0)) }
             try await store.write(Array(messages[0..<4]))
             try await store.write(Array(messages[2..<7])) // a redelivered overlap
-            let newest = try await store.history(route: "alice.bob", before: nil, limit: 3)
+            let newest = try #require(try await store.history(route: "alice.bob", before: nil, limit: 3))
             #expect(newest.messages.map(\.id) == messages[4..<7].map(\.id))
             #expect(newest.more)
-            let older = try await store.history(route: "alice.bob", before: newest.messages[0].id, limit: 3)
+            let older = try #require(try await store.history(route: "alice.bob", before: newest.messages[0].id, limit: 3))
             #expect(older.messages.map(\.id) == messages[1..<4].map(\.id))
-            let oldest = try await store.history(route: "alice.bob", before: older.messages[0].id, limit: 3)
+            let oldest = try #require(try await store.history(route: "alice.bob", before: older.messages[0].id, limit: 3))
             #expect(oldest.messages.map(\.id) == [messages[0].id])
             #expect(!oldest.more)
-            #expect(try await store.history(route: "alice.carol", before: nil, limit: 50).messages.isEmpty)
+            #expect(try await store.history(route: "alice.carol", before: nil, limit: 50)?.messages.isEmpty == true)
         }
     }
 
@@ -105,7 +115,7 @@ struct StoreBackendTests {
             let recent = Self.message("alice.bob", from: "bob", at: 1_700_000_000_000)
             try await store.write([old, recent])
             #expect(try await store.prune(before: 1_600_000_000_000) == 1)
-            #expect(try await store.history(route: "alice.bob", before: nil, limit: 50).messages.map(\.id) == [recent.id])
+            #expect(try await store.history(route: "alice.bob", before: nil, limit: 50)?.messages.map(\.id) == [recent.id])
         }
     }
 
@@ -113,10 +123,128 @@ struct StoreBackendTests {
         try await Self.withStore(backend) { store in
             let messages = (0..<1_000).map { Self.message("room.big", from: "u\($0 % 7)", at: 1_700_000_000_000 + Int64($0)) }
             try await store.write(messages)
-            let page = try await store.history(route: "room.big", before: nil, limit: 200)
+            let page = try #require(try await store.history(route: "room.big", before: nil, limit: 200))
             #expect(page.messages.count == 200)
             #expect(page.messages.last?.id == messages.last?.id)
             #expect(page.more)
+        }
+    }
+
+    /// An AMQP publisher may name any UUID as `message_id`. Ordered by id, a random version 4
+    /// (here one that begins with `f`) would be the newest message of its conversation until
+    /// the 26th century, and a read marker set on it would hide everything after; a version 7
+    /// from a clock a year ahead likewise for a year. Both are placed when they were stored.
+    @Test(arguments: Backend.allCases) func messagesUnderIdsThatAreNotTimeOrderedArePlacedWhenStored(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let t: Int64 = 1_700_000_000_000
+            let first = Self.message("alice.bob", from: "alice", at: t + 1)
+            let random = Self.stored("f47ac10b-58cc-4372-a567-0e02b2c3d479", "alice.bob", from: "bob", ts: 1, storedAt: t + 2)
+            // (From a generator of its own: the shared one would go on from that time.)
+            let aheadID = UUIDv7Generator().next(nowMilliseconds: UInt64(t + 365 * 86_400_000))
+            let ahead = Self.stored(aheadID, "alice.bob", from: "bob", ts: t + 365 * 86_400_000, storedAt: t + 3)
+            let last = Self.message("alice.bob", from: "bob", at: t + 4)
+            try await store.write([last, ahead])
+            try await store.write([first, random])
+            let order = [first.id, random.id, ahead.id, last.id]
+            #expect(try await store.history(route: "alice.bob", before: nil, limit: 50)?.messages.map(\.id) == order)
+            var list = try await store.conversations(user: "alice", uncountedTypes: [], limit: 50)
+            #expect(list.first?.last.id == last.id, "the newest is the one stored last")
+            #expect(list.first?.unread == 3)
+
+            #expect(try await store.markRead(user: "alice", route: "alice.bob", id: random.id) == random.id)
+            list = try await store.conversations(user: "alice", uncountedTypes: [], limit: 50)
+            #expect(list.first?.unread == 2, "a marker on the random id counts what came after it")
+            #expect(try await store.history(route: "alice.bob", before: random.id, limit: 50)?.messages.map(\.id) == [first.id])
+            #expect(try await store.history(route: "alice.bob", before: ahead.id, limit: 50)?.messages.map(\.id) == Array(order[..<2]))
+            #expect(try await store.markRead(user: "alice", route: "alice.bob", id: ahead.id) == ahead.id)
+            #expect(try await store.conversations(user: "alice", uncountedTypes: [], limit: 50).first?.unread == 1)
+
+            // An id that is neither kept in the route nor a UUIDv7 that places itself names nothing.
+            let unknown = "00000000-0000-4000-8000-000000000000"
+            #expect(try await store.markRead(user: "alice", route: "alice.bob", id: unknown) == nil)
+            #expect(try await store.history(route: "alice.bob", before: unknown, limit: 50) == nil)
+            #expect(try await store.markRead(user: "alice", route: "alice.carol", id: random.id) == nil, "kept, but in another route")
+            // A UUIDv7 not (yet) kept places itself: a marker on a message the store has not written.
+            let notYet = UUIDv7Generator().next(nowMilliseconds: UInt64(WallClock.milliseconds()))
+            #expect(try await store.history(route: "alice.bob", before: notYet, limit: 50)?.messages.map(\.id) == order)
+            #expect(try await store.markRead(user: "alice", route: "alice.bob", id: notYet) == notYet)
+            #expect(try await store.conversations(user: "alice", uncountedTypes: [], limit: 50).first?.unread == 0)
+        }
+    }
+
+    /// A store written by a Warren of schema version 1 (everything ordered by id) is brought to
+    /// version 2 when opened: its Warren ids keep their order, a row under a random id is placed
+    /// at its `ts`, markers and the conversation list follow, and new writes carry on.
+    @Test(arguments: Backend.allCases) func aVersion1StoreIsMigratedKeepingItsOrderMarkersAndConversations(_ backend: Backend) async throws {
+        try await Self.withStore(backend, migrated: false) { store in
+            let t: Int64 = 1_700_000_000_000
+            let m1 = Self.message("alice.bob", from: "bob", at: t + 1)
+            let m2 = Self.stored("f47ac10b-58cc-4372-a567-0e02b2c3d479", "alice.bob", from: "bob", ts: t + 2, storedAt: t + 2)
+            let m3 = Self.message("alice.bob", from: "bob", at: t + 3)
+            let c1 = Self.message("bob.carol", from: "carol", at: t + 5)
+            let id = store.dialect == .postgres ? "TEXT COLLATE \"C\"" : "TEXT"
+            let integer = store.dialect == .postgres ? "BIGINT" : "INTEGER"
+            let p = store.dialect.p
+            try await store.database.transaction { session in
+                for sql in [
+                    """
+                    CREATE TABLE warren_messages (id \(id) PRIMARY KEY, route TEXT NOT NULL, sender TEXT NOT NULL,
+                      type TEXT NOT NULL, ts \(integer) NOT NULL, envelope TEXT NOT NULL)
+                    """,
+                    "CREATE INDEX warren_messages_route_id ON warren_messages (route, id)",
+                    "CREATE INDEX warren_messages_ts ON warren_messages (ts)",
+                    "CREATE TABLE warren_participants (username TEXT NOT NULL, route TEXT NOT NULL, PRIMARY KEY (username, route))",
+                    "CREATE TABLE warren_routes (route TEXT PRIMARY KEY, last_id \(id) NOT NULL)",
+                    "CREATE TABLE warren_reads (username TEXT NOT NULL, route TEXT NOT NULL, id \(id) NOT NULL, PRIMARY KEY (username, route))",
+                    "CREATE TABLE warren_schema (version \(integer) NOT NULL)",
+                    "INSERT INTO warren_schema (version) VALUES (1)",
+                    // As version 1 kept them: the route's newest by id is the random one.
+                    "INSERT INTO warren_routes (route, last_id) VALUES ('alice.bob', '\(m2.id)'), ('bob.carol', '\(c1.id)')",
+                    """
+                    INSERT INTO warren_participants (username, route) VALUES ('alice', 'alice.bob'), ('bob', 'alice.bob'),
+                      ('bob', 'bob.carol'), ('carol', 'bob.carol')
+                    """,
+                    "INSERT INTO warren_reads (username, route, id) VALUES ('alice', 'alice.bob', '\(m1.id)'), "
+                        + "('bob', 'bob.carol', '00000000-0000-4000-8000-000000000000')",
+                ] { _ = try await session.query(sql) }
+                for m in [m1, m2, m3, c1] {
+                    _ = try await session.query("INSERT INTO warren_messages (id, route, sender, type, ts, envelope) "
+                                                + "VALUES (\(p(1)), \(p(2)), \(p(3)), \(p(4)), \(p(5)), \(p(6)))",
+                                                [.text(m.id), .text(m.route), .text(m.sender), .text(m.type), .integer(m.ts), .text(m.envelope)])
+                }
+            }
+            try await store.migrate()
+            try await store.migrate()
+            let version = try await store.database.read { session in try await session.query("SELECT version FROM warren_schema") }
+            #expect(version.map { $0["version"]?.integer } == [StoreSchema.version])
+
+            #expect(try await store.history(route: "alice.bob", before: nil, limit: 50)?.messages.map(\.id) == [m1.id, m2.id, m3.id])
+            #expect(try await store.history(route: "alice.bob", before: nil, limit: 50)?.messages.map(\.sortKey)
+                    == [m1.sortKey, m2.sortKey, m3.sortKey], "the keys a version-2 store would have written")
+            var alice = try await store.conversations(user: "alice", uncountedTypes: [], limit: 50)
+            #expect(alice.first?.last.id == m3.id)
+            #expect(alice.first?.unread == 2 && alice.first?.read == m1.id)
+            let bob = try await store.conversations(user: "bob", uncountedTypes: [], limit: 50)
+            #expect(bob.map(\.route) == ["bob.carol", "alice.bob"])
+            #expect(bob.first?.unread == 1, "a marker on an id that places nowhere stands before everything")
+
+            #expect(try await store.markRead(user: "alice", route: "alice.bob", id: m2.id) == m2.id)
+            #expect(try await store.markRead(user: "alice", route: "alice.bob", id: m1.id) == m2.id, "never back")
+            let m4 = Self.message("alice.bob", from: "bob", at: t + 6)
+            try await store.write([m4])
+            alice = try await store.conversations(user: "alice", uncountedTypes: [], limit: 50)
+            #expect(alice.first?.last.id == m4.id && alice.first?.unread == 2)
+            #expect(try await store.prune(before: t + 3) == 2)
+        }
+    }
+
+    /// A store written by a newer Warren is refused, not rewritten.
+    @Test(arguments: Backend.allCases) func aStoreOfANewerSchemaIsRefused(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            try await store.database.transaction { session in
+                _ = try await session.query("UPDATE warren_schema SET version = \(StoreSchema.version + 1)")
+            }
+            await #expect(throws: StoreDataError.self) { try await store.migrate() }
         }
     }
 }

@@ -7,14 +7,17 @@ public protocol ConversationStore: Sendable {
     /// Writes messages in one transaction. A message whose id is already kept adds nothing (a
     /// redelivery), so writing the same batch twice keeps each message once.
     func write(_ messages: [StoredMessage]) async throws
-    /// The `limit` newest messages of `route` with an id below `before` (all when nil), oldest first.
-    func history(route: String, before: String?, limit: Int) async throws -> HistoryPage
+    /// The `limit` newest messages of `route` older than the message `before` names (all when
+    /// nil), oldest first, in ``SortKey`` order; nil when `before` is neither a message of the
+    /// route nor a UUIDv7 that places itself.
+    func history(route: String, before: String?, limit: Int) async throws -> HistoryPage?
     /// The user's conversations, newest activity first (at most `limit`).
     func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary]
-    /// Moves the user's read marker on `route` to `id` if that is later than where it is;
-    /// returns the marker after the call.
-    func markRead(user: String, route: String, id: String) async throws -> String
-    /// Deletes messages accepted before `cutoff` (Unix ms); returns how many.
+    /// Moves the user's read marker on `route` to `id` if that stands later (``SortKey``) than
+    /// where it is; returns the marker after the call, or nil when `id` is neither a message of
+    /// the route nor a UUIDv7 that places itself.
+    func markRead(user: String, route: String, id: String) async throws -> String?
+    /// Deletes messages placed before `cutoff` (Unix ms; ``SortKey``); returns how many.
     func prune(before cutoff: Int64) async throws -> Int
     /// A cheap round trip: throws while the database is unreachable.
     func ping() async throws

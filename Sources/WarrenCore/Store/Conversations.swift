@@ -69,8 +69,11 @@ public final class Conversations: Service, Sendable {
         }
         let limit = limit ?? StoreSettings.defaultPage
         guard limit >= 1 else { throw ProtocolError(.badFrame, "limit must be at least 1", ref: nil) }
-        let page = try await ask { [store, settings, beforeID] in
+        let found = try await ask { [store, settings, beforeID] in
             try await store.history(route: route.value, before: beforeID, limit: min(limit, settings.maxPage))
+        }
+        guard let page = found else {
+            throw ProtocolError(.notFound, "before names no message of \(route.value)", ref: nil)
         }
         return HistoryPage(messages: page.messages.filter(isWellFormed), more: page.more)
     }
@@ -89,7 +92,8 @@ public final class Conversations: Service, Sendable {
         -> (route: RouteKey, marker: String, moved: Bool) {
         let route = try readableRoute(text, rules: rules)
         guard let id = UUIDv7Generator.canonical(id) else { throw ProtocolError(.badFrame, "id must be a message id", ref: nil) }
-        let marker = try await ask { [store] in try await store.markRead(user: user, route: route.value, id: id) }
+        let found = try await ask { [store] in try await store.markRead(user: user, route: route.value, id: id) }
+        guard let marker = found else { throw ProtocolError(.notFound, "no message of \(route.value) has the id \(id)", ref: nil) }
         return (route, marker, marker == id)
     }
 

@@ -203,11 +203,13 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                   let type = properties.type, settings.keeps(type: type, transient: false) else { return nil }
             return (StoredMessage(id: id, route: delivery.routingKey, sender: sender, type: type,
                                   ts: EnvelopeAMQPMapping.acceptedAt(properties) ?? now,
-                                  envelope: String(decoding: bytes.readableBytesView, as: UTF8.self)), true)
+                                  envelope: String(decoding: bytes.readableBytesView, as: UTF8.self),
+                                  sortKey: SortKey.of(id: id, storedAt: now)), true)
         case .translated(let envelope):
             guard settings.keeps(type: envelope.type, transient: envelope.transient) else { return nil }
             return (StoredMessage(id: envelope.id, route: envelope.route, sender: envelope.from, type: envelope.type, ts: envelope.ts,
-                                  envelope: String(decoding: envelope.encoded(), as: UTF8.self)), false)
+                                  envelope: String(decoding: envelope.encoded(), as: UTF8.self),
+                                  sortKey: SortKey.of(id: envelope.id, storedAt: now)), false)
         }
     }
 }
