@@ -67,8 +67,32 @@ enum StoreSchema {
              """, latest),
             ("DROP INDEX IF EXISTS warren_messages_route_id", []),
             ("DROP INDEX IF EXISTS warren_messages_ts", []),
-        ]
+        ] + (dialect == .postgres ? keysForEarlierWriters.map { ($0, []) } : [])
     }
+
+    /// During a rolling upgrade, nodes of version 1 still write to a PostgreSQL store that is at
+    /// version 2, without keys: their rows would stand before everything, for good. A trigger
+    /// gives such a row the key this version's writer would have (its UUIDv7's time, else the
+    /// database's clock). (SQLite is one node's file: nothing older writes to it meanwhile.)
+    static let keysForEarlierWriters = [
+        """
+        CREATE OR REPLACE FUNCTION warren_sort_key() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+          now_ms BIGINT := (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
+          id_time TEXT := substr(NEW.id, 1, 8) || substr(NEW.id, 10, 4);
+        BEGIN
+          IF NEW.sort_key = '' THEN
+            IF substr(NEW.id, 15, 1) = '7' AND id_time <= lpad(to_hex(now_ms + \(SortKey.tolerance)), 12, '0') THEN
+              NEW.sort_key := id_time || NEW.id;
+            ELSE
+              NEW.sort_key := lpad(to_hex(now_ms), 12, '0') || NEW.id;
+            END IF;
+          END IF;
+          RETURN NEW;
+        END $$
+        """,
+        "CREATE TRIGGER warren_sort_key BEFORE INSERT ON warren_messages FOR EACH ROW EXECUTE FUNCTION warren_sort_key()",
+    ]
 
     /// Once every table has this version's columns: the indexes, and the version.
     static let finish = [

@@ -235,6 +235,21 @@ struct StoreBackendTests {
             alice = try await store.conversations(user: "alice", uncountedTypes: [], limit: 50)
             #expect(alice.first?.last.id == m4.id && alice.first?.unread == 2)
             #expect(try await store.prune(before: t + 3) == 2)
+
+            // A node of version 1 still running (a rolling upgrade) writes as it did, without a
+            // key. On PostgreSQL, which several nodes share, its row is placed all the same.
+            guard store.dialect == .postgres else { return }
+            let late = Self.message("alice.bob", from: "bob", at: WallClock.milliseconds())
+            let random = "f" + UUID().uuidString.lowercased().dropFirst()
+            try await store.database.transaction { session in
+                for (id, ts) in [(late.id, late.ts), (random, Int64(1))] {
+                    _ = try await session.query("INSERT INTO warren_messages (id, route, sender, type, ts, envelope) "
+                                                + "VALUES ($1, 'alice.bob', 'bob', 'text', $2, '{}')", [.text(id), .integer(ts)])
+                }
+            }
+            let keys = try await store.history(route: "alice.bob", before: nil, limit: 50)?.messages.map(\.sortKey) ?? []
+            #expect(keys.suffix(2).first == late.sortKey, "a Warren id at its own time")
+            #expect(keys.last.map { SortKey.id(of: $0) == random && $0 > late.sortKey } == true, "a random id when written")
         }
     }
 
