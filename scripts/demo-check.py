@@ -6,7 +6,8 @@ Needs a running Warren (auth mode none, demo on) and Chromium started with
 --remote-debugging-port=9222. scripts/demo-check.sh does all of that.
 Exits 0 when bob's tab shows alice's message and alice's tab shows bob's reply, carol's poller
 talks with alice's socket, an unread badge clears into a read receipt, a second device of
-alice's shows the conversation's history from the store, and dan chats with alice's page from a
+alice's shows the conversation's history from the store, a back end's message under a random id
+stands where it was said, live and in history, and dan chats with alice's page from a
 terminal (warren chat, the Swift client; WARREN_BINARY, default .build/debug/warren).
 """
 import asyncio, base64, json, os, sys, time, urllib.request, uuid
@@ -93,6 +94,19 @@ async def read_until(stream, text, timeout=15):
     await asyncio.wait_for(scan(), timeout)
 
 
+def publish_amqp(route, message_id, text):
+    """Publishes as a plain AMQP client would, through the broker's management API."""
+    port = os.environ.get("WARREN_RABBITMQ_MGMT_PORT", "15672")
+    body = json.dumps({"properties": {"message_id": message_id, "app_id": "billing"}, "routing_key": route,
+                       "payload": text, "payload_encoding": "string"}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/exchanges/%2f/chat/publish", data=body, method="POST",
+                                     headers={"content-type": "application/json",
+                                              "authorization": "Basic " + base64.b64encode(b"guest:guest").decode()})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        if not json.load(response).get("routed"):
+            raise SystemExit(f"the note to {route} was not routed")
+
+
 async def main():
     suffix = uuid.uuid4().hex[:6]
     alice, bob = f"alice{suffix}", f"bob{suffix}"
@@ -147,6 +161,24 @@ async def main():
     await a2.wait_for("document.getElementById('messages').textContent.includes(\"hello from alice's browser\") && "
                       "document.getElementById('messages').textContent.includes('are you there?')")
     await a2.screenshot(f"{SHOTS}/demo-alice-history.png")
+    # A back end on plain AMQP (the broker's HTTP API here) writes to alice and bob under a random
+    # message id of its own that begins with f, and bob answers after it: every page, live or
+    # from the store's history, shows the note before the answer (ordered by id it would be last).
+    note, answer = f"note from billing {suffix}", f"answer after the note {suffix}"
+    publish_amqp(".".join(sorted([alice, bob])), "f" + str(uuid.uuid4())[1:], note)
+    await b.wait_for("document.getElementById('messages').textContent.includes('%s')" % note)
+    await b.js("document.getElementById('text').value = '%s'; document.getElementById('compose').requestSubmit()" % answer)
+    in_order = "(t => t.includes('%s') && t.indexOf('%s') < t.indexOf('%s'))(document.getElementById('messages').textContent)" % (
+        answer, note, answer)
+    for tab in (a2, b):
+        await tab.wait_for(in_order)
+    a3 = await Tab.open(WARREN + "/")
+    await a3.wait_for("document.readyState === 'complete' && !!document.getElementById('device')")
+    await a3.js("document.getElementById('device').value = 'laptop'")
+    await login(a3, alice)
+    await a3.wait_for(f"!!({bob_item})")
+    await a3.js(f"({bob_item}).click()")
+    await a3.wait_for(in_order)
     # dan chats from a terminal (warren chat, on the Swift client) with alice's page.
     dan = f"dan{suffix}"
     chat = await asyncio.create_subprocess_exec(WARREN_BIN, "chat", "--url", WARREN, "--user", dan, "--to", alice,
@@ -178,7 +210,8 @@ async def main():
     await asyncio.sleep(2.5)   # let the charts collect a few seconds of history for the screenshot
     await d.screenshot(f"{SHOTS}/dashboard.png")
     print(f"demo check passed: {alice} and {bob} chatted over WebSockets, {carol} over long-polling; who is online in a room, "
-          f"an unread badge, a read receipt and a second device's history from the store; {dan} from a terminal; "
+          f"an unread badge, a read receipt and a second device's history from the store; a back end's note under an id of "
+          f"its own placed in time, live and in history; {dan} from a terminal; "
           f"the dashboard rendered; screenshots in {SHOTS}/demo-*.png and {SHOTS}/dashboard.png")
 
 

@@ -98,6 +98,19 @@ enum DemoPage {
       return conversations.get(route);
     }
 
+    // Where a message stands, as the store places it (README, the conversation store): the time
+    // its UUIDv7 id carries, else its ts (a plain AMQP publisher may name any UUID); then the id.
+    function place(env) {
+      const time = env.id[14] === "7" ? env.id.slice(0, 8) + env.id.slice(9, 13)
+        : Math.max(0, Number(env.ts) || 0).toString(16).padStart(12, "0");
+      return time + env.id;
+    }
+    // Where a read marker on `id` stands in c: at its message if shown, else at a UUIDv7's time.
+    function placeOf(c, id) {
+      const env = c.messages.find((m) => m.id === id);
+      return env ? place(env) : id && id[14] === "7" ? id.slice(0, 8) + id.slice(9, 13) + id : "";
+    }
+
     function label(route) {
       if (route.startsWith("room.")) return "# " + route.slice(5);
       const others = route.split(".").filter((w) => w !== me);
@@ -125,11 +138,11 @@ enum DemoPage {
       if (!current) return;
       const c = conversation(current);
       if (c.loaded && c.more) { const more = document.createElement("div"); more.id = "more"; more.textContent = "scroll up for older messages"; box.append(more); }
-      // The furthest any other participant has read: ids are time-ordered, so compare them as strings.
+      // The furthest any other participant has read (places compare as strings).
       let readUpTo = "";
-      for (const [user, id] of c.readBy) if (user !== me && id > readUpTo) readUpTo = id;
-      // Join / leave lines sit between the messages by time (ids are time-ordered).
-      const items = c.messages.map((env) => ({ key: env.id, env })).concat(c.notices.map((n) => ({ key: n.key, notice: n.text })))
+      for (const [user, id] of c.readBy) if (user !== me && placeOf(c, id) > readUpTo) readUpTo = placeOf(c, id);
+      // Join / leave lines sit between the messages by time.
+      const items = c.messages.map((env) => ({ key: place(env), env })).concat(c.notices.map((n) => ({ key: n.key, notice: n.text })))
         .sort((x, y) => (x.key > y.key) - (x.key < y.key));
       for (const item of items) {
         if (item.notice) { const n = document.createElement("div"); n.className = "notice"; n.textContent = item.notice; box.append(n); continue; }
@@ -141,7 +154,7 @@ enum DemoPage {
         const body = document.createElement("div");
         body.textContent = typeof env.body === "string" ? env.body : JSON.stringify(env.body);
         div.append(meta, body);
-        if (env.from === me && readUpTo && env.id <= readUpTo) { const seen = document.createElement("div"); seen.className = "seen"; seen.textContent = "read"; div.append(seen); }
+        if (env.from === me && readUpTo && place(env) <= readUpTo) { const seen = document.createElement("div"); seen.className = "seen"; seen.textContent = "read"; div.append(seen); }
         box.append(div);
       }
       box.scrollTop = keepPosition ? box.scrollHeight - fromBottom : box.scrollHeight;
@@ -152,7 +165,7 @@ enum DemoPage {
       try {
         for (const item of await client.conversations()) {
           const c = conversation(item.route);
-          c.unread = item.unread; c.last = item.last.id > c.last ? item.last.id : c.last;
+          c.unread = item.unread; c.last = place(item.last) > c.last ? place(item.last) : c.last;
           if (item.read) c.readBy.set(me, item.read);
         }
         renderList();
@@ -167,9 +180,9 @@ enum DemoPage {
         const page = await client.history(route, { before, limit: 30 });
         const fresh = page.messages.filter((env) => !c.seen.has(env.id));
         for (const env of fresh) c.seen.add(env.id);
-        c.messages = older ? fresh.concat(c.messages) : fresh.concat(c.messages).sort((a, b) => (a.id > b.id) - (a.id < b.id));
+        c.messages = older ? fresh.concat(c.messages) : fresh.concat(c.messages).sort((a, b) => (place(a) > place(b)) - (place(a) < place(b)));
         c.more = page.more; c.loaded = true;
-        for (const env of fresh) if (env.id > c.last) c.last = env.id;
+        for (const env of fresh) if (place(env) > c.last) c.last = place(env);
         if (route === current) renderMessages(older);
       } catch (e) { c.more = false; }
       c.loading = false;
@@ -194,7 +207,7 @@ enum DemoPage {
       const c = conversation(route);
       const newest = c.messages[c.messages.length - 1];
       c.unread = 0; renderList();
-      if (!newest || (c.readBy.get(me) || "") >= newest.id) return;
+      if (!newest || placeOf(c, c.readBy.get(me)) >= place(newest)) return;
       c.readBy.set(me, newest.id);
       client.read(route, newest.id).catch(() => {});
     }
@@ -224,20 +237,20 @@ enum DemoPage {
         const who = env.body && env.body.user, joined = env.body && env.body.state === "join";
         if (!who) return;
         if (joined) c.online.add(who); else c.online.delete(who);
-        c.notices.push({ key: env.id, text: who + (joined ? " joined" : " left") });
+        c.notices.push({ key: place(env), text: who + (joined ? " joined" : " left") });
         if (env.route === current) { renderMessages(); renderOnline(); }
         return;
       }
       if (env.type === "read") {                 // a read marker moved (transient, never kept)
         const who = env.body && env.body.user, id = env.body && env.body.id;
-        if (who && id && id > (c.readBy.get(who) || "")) c.readBy.set(who, id);
+        if (who && id && placeOf(c, id) > placeOf(c, c.readBy.get(who))) c.readBy.set(who, id);
         if (who === me) { c.unread = 0; renderList(); }   // read on another device
         if (env.route === current) renderMessages();
         return;
       }
       if (c.seen.has(env.id)) return;          // already shown from the history
       c.seen.add(env.id); c.messages.push(env);
-      if (env.id > c.last) c.last = env.id;
+      if (place(env) > c.last) c.last = place(env);
       if (env.route === current) { renderMessages(); if (env.from !== me) markRead(env.route); }
       else { if (env.from !== me) c.unread++; }
       renderList();

@@ -55,8 +55,11 @@ for try await message in deliveries {
     }
     let body = try JSONSerialization.data(withJSONObject: reply)
     do {
+        // A message id of our own (any UUID), so every copy — each node's live fan-out, each
+        // inbox, the conversation store — carries the same id and clients can de-duplicate.
         try await channel.publish(ByteBuffer(bytes: body), exchange: exchange, routingKey: message.routingKey,
-                                  properties: BasicProperties(contentType: "application/json", deliveryMode: 2, appID: name))
+                                  properties: BasicProperties(contentType: "application/json", deliveryMode: 2,
+                                                              messageID: UUID().uuidString.lowercased(), appID: name))
     } catch {
         logger.error("reply failed", metadata: ["error": "\(error)"])
     }
