@@ -29,7 +29,9 @@ export interface ConnectOptions {
   token?: string;
   /** The user (auth.mode = "none" only). */
   user?: string;
-  /** Selects the inbox (default "default"). */
+  /** Selects the inbox (default "default"). Connections that share a device share its inbox:
+   *  each inbox message reaches one of them. Give each tab or process that must see every
+   *  message its own device (README, "A device is the unit of inbox delivery"). */
   device?: string;
   /** Asked for a fresh token when Warren closes with 4401 or answers 401. */
   getToken?: () => Promise<string> | string;

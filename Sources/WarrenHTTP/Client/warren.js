@@ -78,7 +78,8 @@ class Subscription {
 export class WarrenClient {
   /**
    * @param {object} options `url` (http(s) base, default the page's origin), `token` or `user`,
-   *   `device`, `getToken` (async, called for a fresh token on 4401 / 401), `transports`
+   *   `device` (the inbox; connections sharing one share its messages, each going to one of
+   *   them), `getToken` (async, called for a fresh token on 4401 / 401), `transports`
    *   (default `["websocket", "polling"]`), `WebSocket`, `fetch`, `wsUrl` (the WebSocket
    *   endpoint when it is not `<url>/v1/ws`), `backoff` ({initial, max} ms), `pollWait` (s),
    *   `retryWebSocketMs` (how often a polling client tries the WebSocket again).
