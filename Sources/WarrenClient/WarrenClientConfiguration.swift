@@ -8,7 +8,8 @@ public struct WarrenClientConfiguration: Sendable {
     public var token: String?
     /// The user (`auth.mode = "none"` only).
     public var user: String?
-    /// Selects the inbox (default `default`).
+    /// Selects the inbox (default `default`). Clients that share a device share its inbox: each
+    /// inbox message reaches one of them, so give each process that must see every message its own.
     public var device: String
     /// Asked for a fresh token when Warren closes with 4401 or answers 401.
     public var getToken: (@Sendable () async throws -> String)?
