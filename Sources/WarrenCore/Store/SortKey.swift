@@ -31,9 +31,7 @@ public enum SortKey {
     /// The 12 hex digits that begin every key of a message placed before `ms`: keys below it
     /// are older.
     public static func prefix(_ ms: Int64) -> String {
-        let clamped = UInt64(min(max(ms, 0), latest))
-        let digits = String(clamped, radix: 16)
-        return String(repeating: "0", count: 12 - digits.utf8.count) + digits
+        String(UInt64(min(max(ms, 0), latest)), radix: 16).leftPadded(to: 12)
     }
 
     /// The id a key ends with.
