@@ -40,10 +40,10 @@ public enum SortKey {
     /// The milliseconds a canonical lower-case UUIDv7 carries, if `id` is one not ahead of `now`
     /// by more than ``tolerance``.
     public static func time(of id: String, now: Int64) -> Int64? {
-        let bytes = Array(id.utf8)
-        guard bytes.count == 36, bytes[14] == UInt8(ascii: "7") else { return nil }
+        let bytes = id.utf8
+        guard bytes.count == 36, bytes.dropFirst(14).first == UInt8(ascii: "7") else { return nil }
         var ms: Int64 = 0
-        for (k, c) in bytes[0..<13].enumerated() where k != 8 {
+        for (k, c) in bytes.prefix(13).enumerated() where k != 8 {
             let digit: UInt8
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
