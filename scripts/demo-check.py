@@ -94,6 +94,17 @@ async def read_until(stream, text, timeout=15):
     await asyncio.wait_for(scan(), timeout)
 
 
+async def open_device(user, device, item):
+    """A new tab logged in as `user` on another device, with the conversation `item` finds open."""
+    tab = await Tab.open(WARREN + "/")
+    await tab.wait_for("document.readyState === 'complete' && !!document.getElementById('device')")
+    await tab.js("document.getElementById('device').value = '%s'" % device)
+    await login(tab, user)
+    await tab.wait_for(f"!!({item})")
+    await tab.js(f"({item}).click()")
+    return tab
+
+
 def publish_amqp(route, message_id, text):
     """Publishes as a plain AMQP client would, through the broker's management API."""
     port = os.environ.get("WARREN_RABBITMQ_MGMT_PORT", "15672")
@@ -152,12 +163,8 @@ async def main():
     await b.wait_for("document.querySelectorAll('.msg.mine .seen').length > 0")
     # A second device of alice's opens the page: her conversations come from the store, newest
     # first, and opening one shows what was said before it connected.
-    a2 = await Tab.open(WARREN + "/")
-    await a2.wait_for("document.readyState === 'complete' && !!document.getElementById('device')")
-    await a2.js("document.getElementById('device').value = 'tablet'")
-    await login(a2, alice)
-    await a2.wait_for(f"!!({bob_item}) && document.getElementById('conversations').textContent.includes('{carol}')")
-    await a2.js(f"({bob_item}).click()")
+    a2 = await open_device(alice, "tablet", bob_item)
+    await a2.wait_for("document.getElementById('conversations').textContent.includes('%s')" % carol)
     await a2.wait_for("document.getElementById('messages').textContent.includes(\"hello from alice's browser\") && "
                       "document.getElementById('messages').textContent.includes('are you there?')")
     await a2.screenshot(f"{SHOTS}/demo-alice-history.png")
@@ -172,12 +179,7 @@ async def main():
         answer, note, answer)
     for tab in (a2, b):
         await tab.wait_for(in_order)
-    a3 = await Tab.open(WARREN + "/")
-    await a3.wait_for("document.readyState === 'complete' && !!document.getElementById('device')")
-    await a3.js("document.getElementById('device').value = 'laptop'")
-    await login(a3, alice)
-    await a3.wait_for(f"!!({bob_item})")
-    await a3.js(f"({bob_item}).click()")
+    a3 = await open_device(alice, "laptop", bob_item)
     await a3.wait_for(in_order)
     # dan chats from a terminal (warren chat, on the Swift client) with alice's page.
     dan = f"dan{suffix}"
