@@ -267,8 +267,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         // The answer may come from the broker's thread or a timer: written on this loop.
-        let taken = service.pollOnLoop(session: session, user: identity.user, wait: wait, max: max, ack: query.items["ack"],
-                                       loop: loop, alive: { channel.isActive }) { taken in
+        let taken = service.pollOnLoop(session: session, user: identity.user, policy: identity.policy, wait: wait, max: max,
+                                       ack: query.items["ack"], loop: loop, alive: { channel.isActive }) { taken in
             if loop.inEventLoop {
                 let (handler, context) = bound.value
                 handler.respond(context, taken)

@@ -67,7 +67,7 @@ struct PollRoutes: Sendable {
             guard RouteKey.isValidWord(d) else { throw ProtocolError(.badFrame, "device must be \(RouteKey.wordRule)", ref: nil) }
             device = d
         }
-        let (session, expiresIn) = try await service().create(user: identity.user, device: device, rules: identity.rules,
+        let (session, expiresIn) = try await service().create(user: identity.user, device: device, policy: identity.policy,
                                                              subscriptions: subscriptions)
         var w = JSONWriter()
         w.raw("{\"session\":")
@@ -78,12 +78,12 @@ struct PollRoutes: Sendable {
         return w.bytes
     }
 
-    /// Readies a long-poll for ``PollService/pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)``:
+    /// Readies a long-poll for ``PollService/pollOnLoop(session:user:policy:wait:max:ack:loop:alive:answer:)``:
     /// verifies the token (then known without suspending) and opens the session on this node
     /// with its inbox consuming. Called by ``PollConnectionHandler`` for a poll it cannot take at once.
     func preparePoll(query: Query, authorization: String?, session: String) async throws(ProtocolError) {
         let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
-        try await service().prepare(session: session, user: identity.user, rules: identity.rules)
+        try await service().prepare(session: session, user: identity.user, policy: identity.policy)
     }
 
     private func poll(_ request: Request, session: String) async throws -> Response {
@@ -94,7 +94,7 @@ struct PollRoutes: Sendable {
         // The user's connection slot is the session's (held from its opening on this node).
         service.runtime.metrics.connectionOpened(.poll)
         defer { service.runtime.metrics.connectionClosed(.poll) }
-        let taken = try await service.poll(session: session, user: identity.user, rules: identity.rules, wait: wait, max: max,
+        let taken = try await service.poll(session: session, user: identity.user, policy: identity.policy, wait: wait, max: max,
                                            ack: query.items["ack"])
         let body = PollAnswerBody.make(taken)
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))

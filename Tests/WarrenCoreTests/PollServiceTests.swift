@@ -8,7 +8,6 @@ import Testing
 
 @Suite("Poll sessions on a fake broker")
 struct PollServiceTests {
-    let rules = AccessPolicy.standard.resolved(for: "carol")
 
     func makeService(_ bridge: FakeBridge, lease: Int = 60) async -> PollService {
         var settings = PollSettings()
@@ -36,13 +35,13 @@ struct PollServiceTests {
         let long = (0..<100).map { i in
             PollSubscription(id: "room-\(i)", pattern: "room.\(String(repeating: "a", count: 60)).\(String(repeating: "b", count: 60)).\(i)", mode: "live")
         }
-        await expectCode(.tooLarge) { _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: long) }
+        await expectCode(.tooLarge) { _ = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: long) }
         #expect(bridge.binds.calls.isEmpty && service.sessionCount == 0, "\(bridge.binds.calls)")
         // As many subscriptions with ordinary names make a string that fits, and is served.
         let short = (0..<100).map { i in PollSubscription(id: "s\(i)", pattern: "room.lobby-\(i)", mode: "live") }
-        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: short)
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: short)
         #expect(token.utf8.count <= PollSessionCodec.maxTokenBytes)
-        let items = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil).messages
+        let items = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil).messages
         #expect(items.isEmpty)
     }
 
@@ -51,20 +50,56 @@ struct PollServiceTests {
     @Test func anAnswerSaysWhenTheSessionHeldMore() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: [
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
             PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
         ])
         for k in 0..<3 { bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "m\(k)") }
-        let first = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 2, ack: nil)
+        let first = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 2, ack: nil)
         #expect(first.messages.count == 2 && first.more)
-        let rest = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 2, ack: first.cursor)
+        let rest = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 2, ack: first.cursor)
         #expect(rest.messages.count == 1 && !rest.more)
+    }
+
+    /// A session is served under the access policy of the poll that opened it on this node. A
+    /// poll under another (a token whose `warren` claim was narrowed) does not find it still
+    /// subscribed as before: it is opened afresh under the new rules, refused `forbidden` when
+    /// one of its subscriptions is no longer allowed, and nothing of the old one is served.
+    @Test func aSessionPolledUnderNarrowerRulesIsNotServedTheOldOnes() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let roomless = AccessPolicy(subscribe: ["#.{user}.#"], publish: ["#.{user}.#"])
+        let (wide, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
+            PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
+        ])
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "buffered")
+        await expectCode(.forbidden) { _ = try await service.poll(session: wide, user: "carol", policy: roomless, wait: 0, max: 10, ack: nil) }
+        #expect(service.sessionCount == 0)
+        // The same session under its own policy again: opened afresh, the old buffer gone.
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "unseen")
+        let again = try await service.poll(session: wide, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil)
+        #expect(again.messages.isEmpty && service.sessionCount == 1)
+        // The event-loop path takes only a poll under the policy the session is open with.
+        func onLoop(_ policy: AccessPolicy) -> PollService.LoopPoll {
+            service.pollOnLoop(session: wide, user: "carol", policy: policy, wait: 0, max: 10, ack: nil, loop: MultiThreadedEventLoopGroup.singleton.any(),
+                               alive: { true }, answer: { _ in })
+        }
+        guard case .elsewhere = onLoop(roomless) else { Issue.record("served under other rules"); return }
+        guard case .answered = onLoop(.standard) else { Issue.record("not served under its own rules"); return }
+
+        // A session whose subscriptions the narrower rules still allow is served under them.
+        let (mine, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
+            PollSubscription(id: "me", pattern: "#.carol.#", mode: "live"),
+        ])
+        _ = try await service.poll(session: mine, user: "carol", policy: roomless, wait: 0, max: 10, ack: nil)
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "carol.dave", body: "still mine")
+        let served = try await service.poll(session: mine, user: "carol", policy: roomless, wait: 0, max: 10, ack: nil)
+        #expect(served.messages.count == 1 && service.sessionCount == 2)
     }
 
     @Test func aPollSessionIsAClientSessionBehindABuffer() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: [
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
             PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
             PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox"),
         ])
@@ -78,28 +113,28 @@ struct PollServiceTests {
         bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "hello room")
         let id = "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e"
         let tag = consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "hi carol", messageID: id)
-        let answer = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        let answer = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil)
         let (items, cursor) = (answer.messages, answer.cursor)
         #expect(items.map(\.inboxID) == [nil, id])
         #expect(cursor.hasPrefix("n1."))
         #expect(!consume.calls.contains("ack \(tag)"), "leased, not acked")
-        let none = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: cursor).messages
+        let none = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: cursor).messages
         #expect(none.isEmpty)
         #expect(consume.calls.contains("ack \(tag)"), "acked with the cursor")
 
-        await expectCode(.notFound) { _ = try await service.poll(session: token, user: "mallory", rules: rules, wait: 0, max: 1, ack: nil) }
+        await expectCode(.notFound) { _ = try await service.poll(session: token, user: "mallory", policy: .standard, wait: 0, max: 1, ack: nil) }
         try await service.delete(session: token, user: "carol")
         #expect(bridge.binds.calls.last == "unbind warren.live.test room.lobby")
         #expect(consume.calls.last == "cancel consume100-c1")
-        await expectCode(.notFound) { _ = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
+        await expectCode(.notFound) { _ = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 1, ack: nil) }
     }
 
     @Test func aLongPollWakesOnADelivery() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules,
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
                                                   subscriptions: [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")])
-        let held = Task { try await service.poll(session: token, user: "carol", rules: rules, wait: 30, max: 10, ack: nil).messages }
+        let held = Task { try await service.poll(session: token, user: "carol", policy: .standard, wait: 30, max: 10, ack: nil).messages }
         for _ in 0..<1000 where service.parkedPolls == 0 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(service.parkedPolls == 1)
         bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "wake up")
@@ -111,12 +146,12 @@ struct PollServiceTests {
     @Test func anUnackedLeaseRunsOutAndIsHandedBack() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge, lease: 1)
-        let (token, _) = try await service.create(user: "carol", device: "web", rules: rules,
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
                                                   subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
         let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
         let tag = consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "x",
                                   messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e")
-        let items = try await service.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil).messages
+        let items = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil).messages
         #expect(items.count == 1)
         service.sweep(now: WallClock.milliseconds() + 1_001)
         #expect(consume.calls.contains("nack \(tag) requeue"))
@@ -126,15 +161,15 @@ struct PollServiceTests {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
         await expectCode(.forbidden) {
-            _ = try await service.create(user: "carol", device: "web", rules: rules,
+            _ = try await service.create(user: "carol", device: "web", policy: .standard,
                                          subscriptions: [PollSubscription(id: "a", pattern: "#", mode: "live")])
         }
         await expectCode(.badFrame) {
-            _ = try await service.create(user: "carol", device: "web", rules: rules,
+            _ = try await service.create(user: "carol", device: "web", policy: .standard,
                                          subscriptions: [PollSubscription(id: "a", pattern: "room.x", mode: "sometimes")])
         }
         await expectCode(.conflict) {
-            _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: [
+            _ = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
                 PollSubscription(id: "a", pattern: "room.x", mode: "live"), PollSubscription(id: "a", pattern: "room.y", mode: "live"),
             ])
         }
@@ -147,23 +182,23 @@ struct PollServiceTests {
         let bridge = try await FakeBridge(limits: limits)
         let service = await makeService(bridge)
         let live = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
-        let first = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
-        let second = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+        let first = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: live).session
+        let second = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: live).session
         // Polled or not, two sessions hold both slots: a third is refused before any broker work,
         // and so is a WebSocket.
         let binds = bridge.binds.calls.count
-        await expectCode(.rateLimited) { _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live) }
+        await expectCode(.rateLimited) { _ = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: live) }
         #expect(bridge.binds.calls.count == binds)
         #expect(!bridge.runtime.users.openConnection("carol"))
         #expect(service.sessionCount == 2)
         // Other users are not affected.
-        _ = try await service.create(user: "dave", device: "web", rules: AccessPolicy.standard.resolved(for: "dave"), subscriptions: live)
+        _ = try await service.create(user: "dave", device: "web", policy: .standard, subscriptions: live)
         // Polls do not take a slot of their own.
-        _ = try await service.poll(session: first, user: "carol", rules: rules, wait: 0, max: 10, ack: nil)
+        _ = try await service.poll(session: first, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil)
         // Deleting a session frees its slot at once...
         try await service.delete(session: first, user: "carol")
-        let third = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
-        await expectCode(.rateLimited) { _ = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live) }
+        let third = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: live).session
+        await expectCode(.rateLimited) { _ = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: live) }
         // ...and so does dropping one after `poll.session_ttl` without a poll.
         service.sweep(now: WallClock.milliseconds() + Int64(PollSettings().sessionTTL) * 1000 + 1)
         #expect(service.sessionCount == 0)
@@ -176,19 +211,19 @@ struct PollServiceTests {
     @Test func aDeleteDuringTheFirstPollOnANodeDropsTheSessionThere() async throws {
         let first = await makeService(try await FakeBridge())
         let live = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
-        let token = try await first.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+        let token = try await first.create(user: "carol", device: "web", policy: .standard, subscriptions: live).session
         let bridge = try await FakeBridge()
         let other = PollService(runtime: bridge.runtime, settings: PollSettings(), codec: await PollSessionCodec.make(secret: ""),
                                 nodeID: "n2", logger: Logger(label: "test"))
         let gate = bridge.binds.hold("bind warren.live.test room.lobby")
-        let polling = Task { try await other.poll(session: token, user: "carol", rules: rules, wait: 0, max: 10, ack: nil) }
+        let polling = Task { try await other.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil) }
         await gate.reached()
         try await other.delete(session: token, user: "carol")
         gate.open()
         await expectCode(.notFound) { _ = try await polling.value }
         #expect(other.sessionCount == 0)
         #expect(bridge.runtime.hub.patternCount == 0)
-        await expectCode(.notFound) { _ = try await other.poll(session: token, user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
+        await expectCode(.notFound) { _ = try await other.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 1, ack: nil) }
     }
 
     /// Tombstones of deleted sessions are bounded: past the limit the older half goes, the
@@ -200,14 +235,14 @@ struct PollServiceTests {
         let live = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
         var tokens: [String] = []
         for _ in 0..<5 {
-            let token = try await service.create(user: "carol", device: "web", rules: rules, subscriptions: live).session
+            let token = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: live).session
             try await service.delete(session: token, user: "carol")
             tokens.append(token)
         }
         #expect(service.tombstoneCount == 2)
-        await expectCode(.notFound) { _ = try await service.poll(session: tokens[4], user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
-        await expectCode(.notFound) { _ = try await service.poll(session: tokens[3], user: "carol", rules: rules, wait: 0, max: 1, ack: nil) }
+        await expectCode(.notFound) { _ = try await service.poll(session: tokens[4], user: "carol", policy: .standard, wait: 0, max: 1, ack: nil) }
+        await expectCode(.notFound) { _ = try await service.poll(session: tokens[3], user: "carol", policy: .standard, wait: 0, max: 1, ack: nil) }
         // The oldest is forgotten: its token (still validly signed) opens it again.
-        _ = try await service.poll(session: tokens[0], user: "carol", rules: rules, wait: 0, max: 1, ack: nil)
+        _ = try await service.poll(session: tokens[0], user: "carol", policy: .standard, wait: 0, max: 1, ack: nil)
     }
 }

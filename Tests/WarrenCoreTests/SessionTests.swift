@@ -143,6 +143,36 @@ struct SessionTests {
         await s.end()
     }
 
+    /// An inbox queue keeps its bindings while its device is away, so it can still be bound with
+    /// a pattern the user may no longer read (here `room.#`, from before `acl.subscribe` lost
+    /// it). Such deliveries are acked and counted, never shown; a route the user may still read
+    /// is shown even with no subscription of this session matching it.
+    @Test func anInboxDeliveryTheUserMayNoLongerReadIsDroppedNotShown() async throws {
+        let metrics = WarrenMetrics(classifier: RouteClassifier([]), registry: nil)
+        let bridge = try await FakeBridge(metrics: metrics)
+        let out = RecordingOutput()
+        let narrowed = AccessPolicy(subscribe: ["#.{user}.#"], publish: ["#.{user}.#", "room.#"]).resolved(for: "alice")
+        let s = ClientSession(runtime: bridge.runtime, user: "alice", device: "d", rules: narrowed, output: out,
+                              logger: Logger(label: "test"))
+        await s.handle(frame(##"{"op":"sub","id":"rooms","pattern":"room.#","mode":"inbox"}"##))
+        #expect(out.json.last?["code"]?.stringValue == "forbidden")
+        await s.handle(frame(##"{"op":"sub","id":"mine","pattern":"alice.*","mode":"inbox"}"##))
+        #expect(out.json.last?["op"]?.stringValue == "subscribed")
+        let channel = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        let tag = "consume100-c1"
+        let shown = out.json.count
+        let secret = channel.deliver(to: tag, routingKey: "room.secret", body: "secret", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d91")
+        let invalid = channel.deliver(to: tag, routingKey: "x..alice", body: "odd", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d92")
+        channel.deliver(to: tag, routingKey: "group.g1.alice", body: "readable", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d93")
+        channel.deliver(to: tag, routingKey: "alice.bob", body: "sentinel", messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d94")
+        let bodies = out.json.dropFirst(shown).map { "\($0["sub"]?.stringValue ?? "-") \($0["env"]?["body"]?.stringValue ?? "-")" }
+        #expect(bodies == ["mine readable", "mine sentinel"])
+        #expect(channel.calls.contains("ack \(secret)") && channel.calls.contains("ack \(invalid)"))
+        #expect(metrics.droppedCount(.forbidden) == 1 && metrics.droppedCount(.invalid) == 1)
+        #expect(out.inboxIDs.count == 2)
+        await s.end()
+    }
+
     @Test func aForbiddenSubscriptionReachesNoBroker() async throws {
         let bridge = try await FakeBridge()
         let out = RecordingOutput()

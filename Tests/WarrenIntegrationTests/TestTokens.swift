@@ -4,8 +4,8 @@ import WarrenCore
 
 /// HS256 tokens for the tests that run Warren in token mode (as `warren token` mints them).
 enum TestTokens {
-    static func mint(user: String, ttl: TimeInterval, secret: String) async throws -> String {
-        try await TokenAuthority.hs256(secret: secret).mint(user: user, ttl: ttl)
+    static func mint(user: String, ttl: TimeInterval, secret: String, claim: WarrenClaim? = nil) async throws -> String {
+        try await TokenAuthority.hs256(secret: secret).mint(user: user, ttl: ttl, claim: claim)
     }
 
     /// A token as another identity provider issues it: its own `sub` and string claims.

@@ -108,6 +108,59 @@ struct TokenAuthTests {
         #expect(stats.contains(#""auth_failures":{"missing":1,"invalid":1,"expired":1}"#), "\(stats)")
     }
 
+    /// A token's `warren` claim narrowed (read access to a room taken away): the device's inbox
+    /// queue is still bound with the room's pattern from the earlier token, since an inbox keeps
+    /// its bindings while its device is away. What reaches it there is not shown under the new
+    /// token, on either door, and counted as dropped `forbidden`; a poll session the wider token
+    /// made is refused.
+    @Test func anInboxShowsNothingATokenNoLongerAllowsReading() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob"), room = "room.\(uniqueUser("r"))"
+        let wide = try await TestTokens.mint(user: alice, ttl: 3600, secret: Self.secret,
+                                             claim: WarrenClaim(subscribe: ["room.#", "#.{user}.#"], publish: nil))
+        let narrow = try await TestTokens.mint(user: alice, ttl: 3600, secret: Self.secret,
+                                               claim: WarrenClaim(subscribe: ["#.{user}.#"], publish: nil))
+        let bobToken = try await TestTokens.mint(user: bob, ttl: 3600, secret: Self.secret)
+
+        let before = try await TestSocket.connect(port: warren.port, query: "token=\(wide)&device=phone", name: "wide")
+        try await before.subscribe("r", room, mode: "inbox")
+        let wideSession = try await HTTPTestClient.request(
+            .POST, port: warren.port, "/v1/poll?token=\(wide)", body: #"{"subscriptions":[{"id":"r","pattern":"\#(room)"}]}"#)
+        #expect(wideSession.status == 201, "\(wideSession.body)")
+        await before.close()
+
+        let socket = try await TestSocket.connect(port: warren.port, query: "token=\(narrow)&device=phone", name: "narrow")
+        let refused = try await socket.request(#"{"op":"sub","id":"r","pattern":"\#(room)","mode":"inbox"}"#, expect: "error")
+        #expect(refused["code"]?.stringValue == "forbidden")
+        try await socket.subscribe("me", mine(alice), mode: "inbox")
+        let poller = try await HTTPTestClient.request(
+            .POST, port: warren.port, "/v1/poll?token=\(narrow)",
+            body: #"{"subscriptions":[{"id":"me","pattern":"\#(mine(alice))","mode":"inbox"}],"device":"phone"}"#)
+        #expect(poller.status == 201, "\(poller.body)")
+
+        let sender = try await TestSocket.connect(port: warren.port, query: "token=\(bobToken)", name: bob)
+        _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"secret","cid":"c1"}"#, expect: "puback")
+        _ = try await sender.request(#"{"op":"pub","route":"\#(alice).\#(bob)","body":"sentinel","cid":"c2"}"#, expect: "puback")
+        // The socket and the poll session share the device's inbox: the first message either is
+        // shown is the sentinel, and neither is ever shown the room's.
+        let first = try await socket.next(op: "msg")
+        let session = try #require(poller.json?["session"]?.stringValue)
+        let polled = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0&token=\(narrow)")
+        let shown = [first] + (polled.json?["messages"]?.arrayValue ?? [])
+        #expect(shown.map { $0["env"]?["body"]?.stringValue } == ["sentinel"], "\(shown) \(polled.body)")
+        let metrics = try await HTTPTestClient.request(.GET, port: warren.port, "/metrics").body
+        #expect(metrics.contains(#"warren_dropped_total{reason="forbidden",route="rooms"} 1"#)
+                || metrics.contains(#"warren_dropped_total{route="rooms",reason="forbidden"} 1"#), "\(metrics)")
+
+        // The session the wide token made names the room: polled with the narrow token, refused.
+        let wideID = try #require(wideSession.json?["session"]?.stringValue)
+        let stale = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(wideID)?wait=0&token=\(narrow)")
+        #expect(stale.status == 403 && stale.body.contains("forbidden"), "\(stale.status) \(stale.body)")
+        await sender.close()
+        await socket.close()
+    }
+
     @Test func tokensFromTheCLIAuthenticateAndExpireDuringTheSocket() async throws {
         // Trace logging, so a token that reached any log line would show; no leeway, so expiry is prompt.
         let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,

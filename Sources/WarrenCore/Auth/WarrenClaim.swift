@@ -2,4 +2,9 @@
 public struct WarrenClaim: Codable, Sendable, Equatable {
     public var subscribe: [String]?
     public var publish: [String]?
+
+    public init(subscribe: [String]? = nil, publish: [String]? = nil) {
+        self.subscribe = subscribe
+        self.publish = publish
+    }
 }

@@ -387,25 +387,41 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     public func deliverInbox(envelopeID: String, envelope: ByteBuffer, routeKey: String, routeClass: RouteClass, redelivered: Bool,
                              acceptedAt: Int64) {
-        // The inbox subscription (by id, the first) whose pattern matches the route; with one
-        // inbox subscription — the common case — that one, without parsing the route.
-        let subID: String = state.withLockedValue { s in
-            var first: String?
-            var count = 0
-            for (id, sub) in s.subscriptions where sub.mode == .inbox {
-                count += 1
-                if first.map({ id < $0 }) ?? true { first = id }
-            }
-            guard count > 1, let key = try? RouteKey(routeKey) else { return first ?? routeKey }
-            var match: String?
-            for (id, sub) in s.subscriptions where sub.mode == .inbox && sub.pattern.matches(key) {
-                if match.map({ id < $0 }) ?? true { match = id }
-            }
-            return match ?? first ?? routeKey
+        guard let subID = inboxSubscription(for: routeKey) else {
+            // Not a route this user may read (``inboxSubscription(for:)``): never shown, and
+            // acked rather than left to come back to every session of the device.
+            ackInbox(envelopeID: envelopeID)
+            var key = routeKey
+            runtime.metrics.dropped(routeKey, key.withUTF8 { TopicMatcher.isValidKey($0) } ? .forbidden : .invalid)
+            return
         }
         let frame = ByteBuffer(bytes: ServerFrame.message(sub: subID, envelope: envelope.readableBytesView, redelivered: redelivered))
         if deliver(frame, inboxID: envelopeID, route: routeKey) {
             delivered(routeClass, bytes: frame.readableBytes, acceptedAt: acceptedAt)
+        }
+    }
+
+    /// The inbox subscription (by id, the first) whose pattern matches `routeKey`; when none
+    /// does, the first inbox subscription — but only if the user may read the route. An inbox
+    /// queue keeps its bindings while its device is away (that is how it gathers what was
+    /// missed), so it may still be bound with a pattern the user's rules no longer allow
+    /// (`acl.subscribe` narrowed, or a token's `warren` claim): nil then, as for a routing key
+    /// that is no valid route. No allocation: the matching reads the key's bytes in place.
+    private func inboxSubscription(for routeKey: String) -> String? {
+        var key = routeKey
+        return key.withUTF8 { bytes -> String? in
+            guard TopicMatcher.isValidKey(bytes) else { return nil }
+            let (match, first) = state.withLockedValue { s -> (String?, String?) in
+                var match: String?, first: String?
+                for (id, sub) in s.subscriptions where sub.mode == .inbox {
+                    if first.map({ id < $0 }) ?? true { first = id }
+                    if sub.pattern.matches(validKeyBytes: bytes), match.map({ id < $0 }) ?? true { match = id }
+                }
+                return (match, first)
+            }
+            if let match { return match }
+            guard rules.subscribe.contains(where: { $0.matches(validKeyBytes: bytes) }) else { return nil }
+            return first ?? routeKey
         }
     }
 

@@ -75,10 +75,10 @@ public final class PollService: Sendable {
     /// `POST /v1/poll`: checks every subscription, opens the session here (bindings and
     /// consumers in place before the answer), and returns its string; `too_large` when that
     /// string would be longer than a poll's URL can carry (``PollSessionCodec/maxTokenBytes``).
-    public func create(user: String, device: String, rules: AccessRules, subscriptions: [PollSubscription])
+    public func create(user: String, device: String, policy: AccessPolicy, subscriptions: [PollSubscription])
         async throws(ProtocolError) -> (session: String, expiresIn: Int)
     {
-        _ = try validate(subscriptions, rules: rules)
+        _ = try validate(subscriptions, rules: policy.resolved(for: user))
         let descriptor = PollSessionDescriptor(id: Self.randomID(), user: user, device: device, subscriptions: subscriptions)
         let token: String
         do { token = try await codec.encode(descriptor) } catch {
@@ -89,7 +89,7 @@ public final class PollService: Sendable {
                                 + "\(PollSessionCodec.maxTokenBytes) a poll's URL can carry: subscribe with fewer or shorter patterns "
                                 + "(one pattern such as #.\(user).# covers every conversation of the user's)", ref: nil)
         }
-        _ = try await open(descriptor, token: token, rules: rules)
+        _ = try await open(descriptor, token: token, policy: policy)
         return (token, settings.sessionTTL)
     }
 
@@ -152,14 +152,15 @@ public final class PollService: Sendable {
 
     /// `GET /v1/poll/<session>`: every buffered delivery up to `max`, waiting up to `wait`
     /// seconds for the first.
-    /// `rules` are asked for only when the session is opened here (its first poll on this node).
-    public func poll(session token: String, user: String, rules: @autoclosure () -> AccessRules, wait: Int, max: Int,
+    /// `policy`: the poll's own (the configured one, or its token's `warren` claim), which the
+    /// session on this node must have been opened with (``session(for:user:policy:)``).
+    public func poll(session token: String, user: String, policy: AccessPolicy, wait: Int, max: Int,
                      ack cursor: String?) async throws(ProtocolError) -> PollAnswer
     {
-        var found = try await session(for: token, user: user, rules: rules)
+        var found = try await session(for: token, user: user, policy: policy)
         if !found.pollStarted() {
             // Ended by the sweeper between the lookup and now: open it afresh.
-            found = try await self.session(for: token, user: user, rules: rules)
+            found = try await self.session(for: token, user: user, policy: policy)
             guard found.pollStarted() else { throw ProtocolError(.unavailable, "the session is being closed; retry", ref: nil) }
         }
         let session = found
@@ -192,9 +193,10 @@ public final class PollService: Sendable {
         return PollAnswer(messages: items, cursor: "\(nodeID).\(seq)", more: more)
     }
 
-    /// How ``pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)`` took a poll.
+    /// How ``pollOnLoop(session:user:policy:wait:max:ack:loop:alive:answer:)`` took a poll.
     public enum LoopPoll: Sendable {
-        /// Not a session open here with its inbox consuming: take ``poll(session:user:rules:wait:max:ack:)``.
+        /// Not a session open here with its inbox consuming and the poll's policy: take
+        /// ``poll(session:user:policy:wait:max:ack:)``.
         case elsewhere
         /// Answered already (`answer` was called).
         case answered
@@ -204,14 +206,14 @@ public final class PollService: Sendable {
     }
 
     /// A poll of a session already open on this node, taken without suspending: the same
-    /// session, buffer, leases and cursors as ``poll(session:user:rules:wait:max:ack:)``, for a
+    /// session, buffer, leases and cursors as ``poll(session:user:policy:wait:max:ack:)``, for a
     /// frontend that answers on its event loop. `answer` is called exactly once, from any
     /// thread; when `alive()` is false by then, nothing is taken (the connection went) and
     /// `answer` gets no items.
-    public func pollOnLoop(session token: String, user: String, wait: Int, max: Int, ack cursor: String?, loop: any EventLoop,
-                           alive: @escaping @Sendable () -> Bool,
+    public func pollOnLoop(session token: String, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
+                           loop: any EventLoop, alive: @escaping @Sendable () -> Bool,
                            answer: @escaping @Sendable (PollAnswer) -> Void) -> LoopPoll {
-        guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user,
+        guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user, session.policy == policy,
               !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
         if let cursor { ack(cursor, on: session) }
         let finish: @Sendable () -> Void = { [self] in
@@ -232,10 +234,10 @@ public final class PollService: Sendable {
     }
 
     /// Opens the session on this node if it is not open here yet (its first poll here) and
-    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:wait:max:ack:loop:alive:answer:)``
+    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:loop:alive:answer:)``
     /// can take the next poll.
-    public func prepare(session token: String, user: String, rules: @autoclosure () -> AccessRules) async throws(ProtocolError) {
-        try await resumeInbox(of: session(for: token, user: user, rules: rules))
+    public func prepare(session token: String, user: String, policy: AccessPolicy) async throws(ProtocolError) {
+        try await resumeInbox(of: session(for: token, user: user, policy: policy))
     }
 
     private func resumeInbox(of session: PollSession) async throws(ProtocolError) {
@@ -253,19 +255,34 @@ public final class PollService: Sendable {
     // MARK: sessions on this node
 
     /// The session open here for `token`, or opened now (its first poll on this node).
-    private func session(for token: String, user: String, rules: () -> AccessRules) async throws(ProtocolError) -> PollSession {
+    ///
+    /// A session is served under the policy of the poll that opened it here. A poll with
+    /// another (a token whose `warren` claim changed) ends it here and opens it afresh under
+    /// its own, as a first poll on this node would be: refused `forbidden` if a subscription is
+    /// no longer allowed, else served with the new rules (an inbox then shows only what they
+    /// let the user read). Its live buffer goes, as when moving nodes; its leased inbox
+    /// deliveries go back to RabbitMQ and come again.
+    private func session(for token: String, user: String, policy: AccessPolicy) async throws(ProtocolError) -> PollSession {
         if let open = sessions.withLockedValue({ $0[token] }) {
             // A session that is not the caller's is as unknown as one that does not exist.
             guard open.descriptor.user == user else { throw ProtocolError(.notFound, "no such session", ref: nil) }
-            return open
+            if open.policy == policy { return open }
+            let removed = sessions.withLockedValue { s -> Bool in
+                guard s[token] === open else { return false }
+                s[token] = nil
+                return true
+            }
+            if removed { await end(open, "polled under other access rules") }
+            return try await session(for: token, user: user, policy: policy)
         }
         let d = try await descriptor(token, user: user)
-        return try await open(d, token: token, rules: rules())
+        return try await open(d, token: token, policy: policy)
     }
 
     /// Opens a session on this node: a ``ClientSession`` with every subscription in effect.
-    private func open(_ d: PollSessionDescriptor, token: String, rules: AccessRules) async throws(ProtocolError) -> PollSession {
+    private func open(_ d: PollSessionDescriptor, token: String, policy: AccessPolicy) async throws(ProtocolError) -> PollSession {
         if deleted.withLockedValue({ $0.tombstones[d.id] }) != nil { throw ProtocolError(.notFound, "no such session (deleted)", ref: nil) }
+        let rules = policy.resolved(for: d.user)
         let parsed = try validate(d.subscriptions, rules: rules)
         // A session open here holds one of its user's connection slots on this node, as a
         // WebSocket does, until it is deleted or dropped (else one user could open sessions,
@@ -282,7 +299,8 @@ public final class PollService: Sendable {
         logger[metadataKey: "user"] = "\(d.user)"
         let client = ClientSession(runtime: runtime, user: d.user, device: d.device, rules: rules, output: output, via: .poll,
                                    logger: logger)
-        let session = PollSession(descriptor: d, token: token, client: client, output: output, now: WallClock.milliseconds())
+        let session = PollSession(descriptor: d, token: token, policy: policy, client: client, output: output,
+                                  now: WallClock.milliseconds())
         do {
             for (id, pattern, mode, presence) in parsed {
                 try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence)

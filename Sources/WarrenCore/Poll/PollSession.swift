@@ -7,6 +7,8 @@ final class PollSession: Sendable {
     /// The session string it was opened with (a later poll with the same string needs no new
     /// signature check).
     let token: String
+    /// The access policy of the poll that opened it here (its rules are the client's).
+    let policy: AccessPolicy
     let client: ClientSession
     let output: PollOutput
 
@@ -19,9 +21,10 @@ final class PollSession: Sendable {
     }
     private let activity: NIOLockedValueBox<Activity>
 
-    init(descriptor: PollSessionDescriptor, token: String, client: ClientSession, output: PollOutput, now: Int64) {
+    init(descriptor: PollSessionDescriptor, token: String, policy: AccessPolicy, client: ClientSession, output: PollOutput, now: Int64) {
         self.descriptor = descriptor
         self.token = token
+        self.policy = policy
         self.client = client
         self.output = output
         self.activity = NIOLockedValueBox(Activity(lastSeen: now))
