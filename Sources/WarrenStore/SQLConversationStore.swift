@@ -90,6 +90,24 @@ public final class SQLConversationStore: ConversationStore {
         }
     }
 
+    public func boundPatterns(queue: String) async throws -> [String] {
+        let sql = "SELECT pattern FROM warren_store_bindings WHERE queue = \(dialect.p(1)) ORDER BY pattern"
+        return try await database.read { session in
+            try await session.query(sql, [.text(queue)]).compactMap { $0["pattern"]?.string }
+        }
+    }
+
+    public func recordBoundPatterns(queue: String, _ patterns: [String]) async throws {
+        let dialect = dialect
+        try await database.transaction { session in
+            _ = try await session.query("DELETE FROM warren_store_bindings WHERE queue = \(dialect.p(1))", [.text(queue)])
+            for pattern in Set(patterns) {
+                _ = try await session.query("INSERT INTO warren_store_bindings (queue, pattern) VALUES (\(dialect.p(1)), \(dialect.p(2)))",
+                                            [.text(queue), .text(pattern)])
+            }
+        }
+    }
+
     public func prune(before cutoff: Int64) async throws -> Int {
         let sql = "DELETE FROM warren_messages WHERE sort_key < \(dialect.p(1)) RETURNING id"
         return try await database.transaction { session in try await session.query(sql, [.text(SortKey.prefix(cutoff))]).count }

@@ -10,6 +10,8 @@ import WarrenCore
 /// - `warren_routes`: each route's newest message and its key, for the conversation list's order.
 /// - `warren_reads`: each user's read marker per route (an envelope id and its key; it only
 ///   moves forward).
+/// - `warren_store_bindings`: the patterns the store queue was last bound with, so that one
+///   dropped from `store.patterns` is unbound at the next start.
 ///
 /// Version 1 ordered everything by envelope id; version 2 by `sort_key`, which version 1's
 /// rows are given when the store is opened by a Warren that knows version 2.
@@ -35,6 +37,12 @@ enum StoreSchema {
             """
             CREATE TABLE IF NOT EXISTS warren_reads (username TEXT NOT NULL, route TEXT NOT NULL, id \(key) NOT NULL,
               sort_key \(key) NOT NULL, PRIMARY KEY (username, route))
+            """,
+            // Which patterns the store queue is bound with (``ConversationStore/boundPatterns(queue:)``).
+            // Created by every version from 2 on where missing; a Warren without it ignores it.
+            """
+            CREATE TABLE IF NOT EXISTS warren_store_bindings (queue TEXT NOT NULL, pattern TEXT NOT NULL,
+              PRIMARY KEY (queue, pattern))
             """,
             "CREATE TABLE IF NOT EXISTS warren_schema (version \(integer) NOT NULL)",
             "INSERT INTO warren_schema (version) SELECT \(version) WHERE NOT EXISTS (SELECT 1 FROM warren_schema)",

@@ -12,6 +12,7 @@ final class FakeStore: ConversationStore {
         var failures = 0
         var held: [CheckedContinuation<Void, Never>] = []
         var holding = false
+        var bound: [String: [String]] = [:]
     }
     private let state = NIOLockedValueBox(State())
 
@@ -46,6 +47,10 @@ final class FakeStore: ConversationStore {
     func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] { [] }
     func markRead(user: String, route: String, id: String) async throws -> String? { id }
     func prune(before cutoff: Int64) async throws -> Int { 0 }
+    func boundPatterns(queue: String) async throws -> [String] { state.withLockedValue { $0.bound[queue] ?? [] } }
+    func recordBoundPatterns(queue: String, _ patterns: [String]) async throws {
+        state.withLockedValue { $0.bound[queue] = patterns }
+    }
     func ping() async throws {}
     func close() async {}
 }

@@ -15,11 +15,13 @@ func eventually(_ condition: () -> Bool) async -> Bool {
 
 @Suite("Store writer")
 struct StoreWriterTests {
-    static func writer(_ store: FakeStore, batchSize: Int = 100) async throws -> (StoreWriter, FakeChannel, String) {
+    static func writer(_ store: FakeStore, batchSize: Int = 100, patterns: [String] = ["#"],
+                       channels: FakeChannels = FakeChannels()) async throws -> (StoreWriter, FakeChannel, String) {
         var settings = StoreSettings()
         settings.batchSize = batchSize
+        settings.patterns = patterns
         let channel = FakeChannel("store")
-        let writer = StoreWriter(store: store, settings: settings, channel: channel, channels: FakeChannels(), exchange: "chat",
+        let writer = StoreWriter(store: store, settings: settings, channel: channel, channels: channels, exchange: "chat",
                                  metrics: StoreMetrics(), logger: Logger(label: "test"))
         try await writer.start()
         return (writer, channel, channel.consumerTags[0])
@@ -53,6 +55,32 @@ struct StoreWriterTests {
         channel.deliver(to: consumer, routingKey: "alice.bob", body: "kept")
         #expect(await eventually { Self.acks(channel).count == 3 })
         #expect(store.batches.flatMap { $0 }.count == 1)
+    }
+
+    /// `store.patterns` narrowed (`#` to `room.#`): the queue is durable and kept `#`, so every
+    /// conversation went on being kept. The store records what the queue was bound with; the
+    /// next start unbinds what is no longer configured, and whatever a binding nobody recorded
+    /// still brings is acked and not kept.
+    @Test func aPatternDroppedFromStorePatternsIsUnboundAndNotKept() async throws {
+        let store = FakeStore()
+        let wide = FakeChannels()
+        _ = try await Self.writer(store, channels: wide)
+        #expect(wide.admin.calls == ["declare warren.store", "bind warren.store #"])
+        #expect(try await store.boundPatterns(queue: "warren.store") == ["#"])
+
+        let narrow = FakeChannels()
+        let (_, channel, consumer) = try await Self.writer(store, patterns: ["room.#"], channels: narrow)
+        #expect(narrow.admin.calls == ["declare warren.store", "bind warren.store room.#", "unbind warren.store #"])
+        #expect(try await store.boundPatterns(queue: "warren.store") == ["room.#"])
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "private")
+        channel.deliver(to: consumer, routingKey: "room.lobby", body: "public")
+        #expect(await eventually { Self.acks(channel).count == 2 })
+        #expect(store.batches.flatMap { $0 }.map(\.route) == ["room.lobby"])
+
+        // Started again as it is: nothing to unbind, nothing written.
+        let same = FakeChannels()
+        _ = try await Self.writer(store, patterns: ["room.#"], channels: same)
+        #expect(same.admin.calls == ["declare warren.store", "bind warren.store room.#"])
     }
 
     @Test func aFailedWriteIsRetriedAndAckedOnlyWhenItCommits() async throws {

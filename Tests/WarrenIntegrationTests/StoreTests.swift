@@ -4,6 +4,7 @@ import NIOCore
 import Testing
 import Logging
 import WarrenCore
+import TestSupport
 @testable import WarrenStore
 
 /// The conversation store end to end (DESIGN §10): a Warren process with its own SQLite file and
@@ -299,5 +300,41 @@ struct StoreTests {
         try await Self.deleteQueue(queue)
         #expect(warned == (backend == .sqlite), "\(second.process.log)")
         #expect(!firstWarned, "the first node had the queue to itself: \(first.process.log)")
+    }
+
+    /// `store.patterns` narrowed between two starts (`#` to `room.#`, to stop keeping private
+    /// conversations): the second start unbinds `#` from the durable store queue, and a private
+    /// message published after it is not kept while the room's is.
+    @Test(arguments: StoreBackend.allCases) func narrowingStorePatternsStopsKeepingWhatItLeavesOut(_ backend: StoreBackend) async throws {
+        let database = try await Self.makeDatabase(backend)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let settings = ["WARREN_STORE_ENABLED": "true", "WARREN_STORE_QUEUE": queue, "WARREN_STORE_URL": database.url]
+        func bindings(_ exchange: String) throws -> [String] {
+            let listed = try TestEnvironment.rabbitmqctl(["list_bindings", "source_name", "destination_name", "routing_key", "--quiet"])
+            let rows: [[String]] = listed.split(separator: "\n").map { line in line.split(separator: "\t").map(String.init) }
+            let ours: [[String]] = rows.filter { $0.count == 3 && $0[0] == exchange && $0[1] == queue }
+            return ours.map { $0[2] }.sorted()
+        }
+        let first = try await WarrenInstance.start(settings)
+        let exchange = first.exchange
+        await first.stop()
+        let firstBindings = try bindings(exchange)
+        let second = try await WarrenInstance.start(settings.merging(["WARREN_STORE_PATTERNS": "room.#"]) { $1 }, exchange: exchange)
+        let secondBindings = try bindings(exchange)
+        let alice = uniqueUser("alice"), room = "room.\(uniqueUser("r"))"
+        let poller = Poller(port: second.port, user: alice, session: "")
+        let secret = try await poller.publish(#"{"route":"\#(alice).bob","body":"private"}"#)["id"]?.stringValue
+        let sentinel = try #require(try await poller.publish(#"{"route":"\#(room)","body":"public"}"#)["id"]?.stringValue)
+        var stored = true
+        do { try await Self.awaitStored(second, user: alice, route: room, id: sentinel) } catch { stored = false }
+        let privateHistory = try await Self.history(second, user: alice, "route=\(alice).bob").json?["messages"]?.arrayValue
+        let log = second.process.log
+        await second.stop()
+        await database.remove()
+        try await Self.deleteQueue(queue)
+        #expect(firstBindings == ["#"] && secondBindings == ["room.#"], "\(firstBindings) then \(secondBindings)")
+        #expect(secret != nil && stored)
+        #expect(privateHistory?.isEmpty == true, "\(String(describing: privateHistory))")
+        #expect(log.contains("unbound a pattern no longer in store.patterns"), "\(log)")
     }
 }

@@ -119,6 +119,21 @@ struct StoreBackendTests {
         }
     }
 
+    /// The store queue's bindings as last recorded, per queue, replaced whole; migrating again
+    /// (the next start) keeps them.
+    @Test(arguments: Backend.allCases) func theStoreQueuesBindingsAreRecordedPerQueue(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            #expect(try await store.boundPatterns(queue: "warren.store").isEmpty)
+            try await store.recordBoundPatterns(queue: "warren.store", ["#", "room.#", "#"])
+            try await store.recordBoundPatterns(queue: "other.store", ["group.#"])
+            #expect(try await store.boundPatterns(queue: "warren.store") == ["#", "room.#"])
+            try await store.recordBoundPatterns(queue: "warren.store", ["room.#"])
+            try await store.migrate()
+            #expect(try await store.boundPatterns(queue: "warren.store") == ["room.#"])
+            #expect(try await store.boundPatterns(queue: "other.store") == ["group.#"])
+        }
+    }
+
     @Test(arguments: Backend.allCases) func aLargeBatchIsOneWriteInChunks(_ backend: Backend) async throws {
         try await Self.withStore(backend) { store in
             let messages = (0..<1_000).map { Self.message("room.big", from: "u\($0 % 7)", at: 1_700_000_000_000 + Int64($0)) }

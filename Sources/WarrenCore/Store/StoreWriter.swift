@@ -32,6 +32,10 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     let metrics: StoreMetrics
     let logger: Logger
     let ids = UUIDv7Generator()
+    /// `store.patterns`, parsed; nil when `#` is among them (every route is kept).
+    private let kept: [TopicPattern]?
+    /// Whether a message outside `store.patterns` has come (said once in the log).
+    private let strayReported = NIOLockedValueBox(false)
     private let batcher: NIOLockedValueBox<StoreBatcher<Item>>
     /// Consuming (set before the consumer starts: deliveries may come before `basic.consume-ok`
     /// is seen), and the consumer's tag once known.
@@ -53,9 +57,12 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.batcher = NIOLockedValueBox(StoreBatcher(maxBatch: settings.batchSize))
+        let parsed = settings.patterns.compactMap { try? TopicPattern($0) }
+        self.kept = parsed.contains { $0.value == "#" } ? nil : parsed
     }
 
-    /// Declares and binds `warren.store` and starts consuming it.
+    /// Declares and binds `warren.store`, unbinds the patterns an earlier configuration bound it
+    /// with, and starts consuming it.
     public func start() async throws {
         let admin = try await channels.administration()
         let declared = try await admin.queueDeclare(settings.queue, durable: true, exclusive: false, autoDelete: false, passive: false,
@@ -66,9 +73,51 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         for pattern in settings.patterns {
             try await admin.bind(queue: settings.queue, exchange: exchange, pattern: pattern, recorded: false)
         }
+        await unbindFormerPatterns()
         consumer.withLockedValue { $0 = (true, nil) }
         let tag = try await channel.channel.startConsumer(queue: settings.queue, sink: self)
         consumer.withLockedValue { $0.tag = tag }
+    }
+
+    /// Unbinds from `warren.store` the patterns the store records it was bound with that are no
+    /// longer in `store.patterns`, then records these. The queue is durable and keeps its
+    /// bindings across restarts, and AMQP cannot list them: without the record, a narrowed
+    /// `store.patterns` (say `#` to `room.#`, to stop keeping private conversations) left `#`
+    /// bound, and everything went on being kept. Nodes sharing a store share the record: the
+    /// node started last decides. A database or broker failure here is logged and start goes on
+    /// (the writer keeps only routes in `store.patterns` whatever reaches the queue).
+    private func unbindFormerPatterns() async {
+        let (store, settings, exchange, channels) = (store, settings, exchange, channels)
+        do {
+            let former = try await withDeadline(.seconds(5)) { try await store.boundPatterns(queue: settings.queue) }
+            for pattern in former where !settings.patterns.contains(pattern) {
+                try await channels.administration().unbind(queue: settings.queue, exchange: exchange, pattern: pattern)
+                logger.notice("unbound a pattern no longer in store.patterns from the store's queue",
+                              metadata: ["queue": "\(settings.queue)", "pattern": "\(pattern)"])
+            }
+            if Set(former) != Set(settings.patterns) {
+                try await withDeadline(.seconds(5)) { try await store.recordBoundPatterns(queue: settings.queue, settings.patterns) }
+            }
+        } catch {
+            let text = "could not check the store queue's bindings against store.patterns: one dropped from it may still "
+                + "be bound (what it brings is not kept)"
+            logger.warning("\(text)", metadata: ["queue": "\(settings.queue)", "error": "\(error)"])
+        }
+    }
+
+    /// Whether `routingKey` is a route `store.patterns` keeps. The queue's bindings make it so,
+    /// except for a binding nobody recorded (one made before Warren recorded them, or by hand):
+    /// what it brings is acked and not kept, and the log says so once.
+    func keeps(routingKey: String) -> Bool {
+        guard let kept else { return true }
+        var key = routingKey
+        let keeps = key.withUTF8 { bytes in TopicMatcher.isValidKey(bytes) && kept.contains { $0.matches(validKeyBytes: bytes) } }
+        if !keeps, !strayReported.withLockedValue({ reported in defer { reported = true }; return reported }) {
+            let text = "the store's queue is bound with a pattern outside store.patterns (an earlier configuration's, or one "
+                + "made by hand); what it brings is not kept: remove the binding (rabbitmqctl or the management UI)"
+            logger.warning("\(text)", metadata: ["queue": "\(settings.queue)", "route": "\(routingKey)"])
+        }
+        return keeps
     }
 
     /// What to say when other consumers already read the store queue and this node's store is
@@ -116,7 +165,7 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             channel.nack(delivery.deliveryTag, multiple: false, requeue: true)
             return
         }
-        guard let (message, own) = Self.storedMessage(delivery, settings: settings, ids: ids),
+        guard keeps(routingKey: delivery.routingKey), let (message, own) = Self.storedMessage(delivery, settings: settings, ids: ids),
               sizeGuard.admits(message.envelope.utf8.count, own: own, of: delivery, path: "store", metrics: nil) else {
             channel.ack(delivery.deliveryTag, multiple: false)
             return
