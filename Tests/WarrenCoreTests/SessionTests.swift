@@ -173,6 +173,40 @@ struct SessionTests {
         await s.end()
     }
 
+    /// An inbox queue RabbitMQ has with other arguments (declared under an earlier `[inbox]`:
+    /// `max_length`, `expires_ms`, `overflow`, a `queue_type` `auto` now chooses otherwise) is
+    /// refused with a 406 at each declaration; it is used as it is (a passive declare checks it
+    /// is there), where every such user's inbox was `unavailable` until the queue expired. A
+    /// declaration whose shared channel another request's error closed under it is made again
+    /// on another.
+    @Test func anInboxQueueWithOtherArgumentsIsUsedAndAnotherRequestsErrorIsRetried() async throws {
+        let bridge = try await FakeBridge()
+        func closed(for queue: String) -> AMQPError {
+            .channelClosed(CloseArguments(replyCode: ReplyCode.preconditionFailed, replyText: "PRECONDITION_FAILED - inequivalent arg "
+                                          + "'x-max-length' for queue '\(queue)' in vhost '/': received '20000' but current is '10000'"))
+        }
+        let out = RecordingOutput()
+        let s = session(bridge, "alice", out)
+        bridge.channels.admin.failNext(closed(for: "warren.inbox.alice.d"))
+        await s.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.alice.#","mode":"inbox"}"##))
+        #expect(out.json.last?["op"]?.stringValue == "subscribed", "\(out.json)")
+        #expect(bridge.channels.admin.calls == ["declare warren.inbox.alice.d", "declare warren.inbox.alice.d",
+                                                "bind warren.inbox.alice.d #.alice.#"])
+        let outB = RecordingOutput()
+        let b = session(bridge, "bob", outB)
+        bridge.channels.admin.failNext(closed(for: "warren.inbox.carol.d"))
+        await b.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.bob.#","mode":"inbox"}"##))
+        #expect(outB.json.last?["op"]?.stringValue == "subscribed", "\(outB.json)")
+        // Refused for a reason of its own that is not the arguments (say a 403): the client is told.
+        let outC = RecordingOutput()
+        let c = session(bridge, "carol", outC)
+        bridge.channels.admin.failNext(.channelClosed(CloseArguments(replyCode: 403, replyText: "ACCESS_REFUSED - access to queue "
+                                                                     + "'warren.inbox.carol.d' in vhost '/' refused")))
+        await c.handle(frame(##"{"op":"sub","id":"s1","pattern":"#.carol.#","mode":"inbox"}"##))
+        #expect(outC.json.last?["code"]?.stringValue == "unavailable", "\(outC.json)")
+        for x in [s, b, c] { await x.end() }
+    }
+
     @Test func aForbiddenSubscriptionReachesNoBroker() async throws {
         let bridge = try await FakeBridge()
         let out = RecordingOutput()

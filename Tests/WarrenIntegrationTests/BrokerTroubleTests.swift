@@ -82,6 +82,44 @@ struct BrokerTroubleTests {
         _ = await phone.close()
     }
 
+    /// `[inbox]` changed between two starts (`max_length` here): RabbitMQ refuses to declare the
+    /// queues already there with the new arguments (406), which left every such user's inbox
+    /// `unavailable`. They are used as they are, on both doors, deliver what was kept while the
+    /// user was away, and the node says so once; a new user's inbox gets the new arguments.
+    @Test func inboxesDeclaredUnderEarlierSettingsAreStillServed() async throws {
+        let user = uniqueUser("kept"), newcomer = uniqueUser("new")
+        let inbox = ##"{"op":"sub","id":"in","pattern":"#.\##(user).#","mode":"inbox"}"##
+        let first = try await WarrenInstance.start()
+        let exchange = first.exchange
+        let before = try await first.socket(user, device: "phone")
+        _ = try await before.request(inbox, expect: "subscribed")
+        _ = await before.close()
+        let bob = uniqueUser("bob")
+        let sender = try await first.socket(bob, device: "d")
+        _ = try await sender.request(#"{"op":"pub","route":"\#(user).\#(bob)","body":"while away","cid":"c1"}"#, expect: "puback")
+        _ = await sender.close()
+        await first.stop()
+
+        let warren = try await WarrenInstance.start(["WARREN_INBOX_MAX_LENGTH": "20000"], exchange: exchange)
+        defer { Task { await warren.stop() } }
+        let phone = try await warren.socket(user, device: "phone")
+        _ = try await phone.request(inbox, expect: "subscribed")
+        let got = try await phone.next(op: "msg")
+        #expect(got["env"]?["body"]?.stringValue == "while away", "\(got)")
+        _ = await phone.close()
+        let poller = try await Poller.open(port: warren.port, user: user,
+                                           subscriptions: ##"[{"id":"in","pattern":"#.\##(user).#","mode":"inbox"}]"##, device: "phone")
+        _ = try await poller.poll(wait: 0)
+        let fresh = try await warren.socket(newcomer, device: "d")
+        _ = try await fresh.request(##"{"op":"sub","id":"in","pattern":"#.\##(newcomer).#","mode":"inbox"}"##, expect: "subscribed")
+        _ = await fresh.close()
+        let arguments = try Broker.ctl("list_queues", "name", "arguments", "--no-table-headers", "--quiet")
+            .split(separator: "\n").filter { $0.hasPrefix("warren.inbox.\(newcomer).d") }.joined()
+        #expect(arguments.contains("20000"), "\(arguments)")
+        #expect(warren.process.log.components(separatedBy: "inbox queues declared under other [inbox] settings").count == 2,
+                "said once: \(warren.process.log)")
+    }
+
     /// An operator deletes a client's inbox queue: the broker cancels the consumer, and Warren
     /// tells the client (`unavailable` with the subscription's id) instead of going quiet;
     /// subscribing again makes a new inbox that delivers.

@@ -83,19 +83,60 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         self.receiver = receiver
     }
 
-    /// Declares the queue (idempotent: same arguments every time).
+    /// Declares the queue (idempotent: same arguments every time). A queue RabbitMQ already has
+    /// with other arguments — declared under an earlier `[inbox]` (`max_length`, `expires_ms`,
+    /// `overflow`, `queue_type`, or `auto` choosing another type since `amqp.url` lists more
+    /// brokers) — is refused with a 406, which left every such user's inbox `unavailable` until
+    /// the queue expired. It is used as it is instead (a passive declare checks it is there),
+    /// and the node says so once: the new settings apply to inboxes declared from now on.
     func declare() async throws {
-        try await channels.administration().declareDurable(queue, arguments: settings.arguments)
+        let (queue, arguments) = (queue, settings.arguments)
+        do {
+            try await administering { try await $0.declareDurable(queue, arguments: arguments) }
+        } catch AMQPError.channelClosed(let reason) where reason.replyCode == ReplyCode.preconditionFailed {
+            try await administering {
+                _ = try await $0.queueDeclare(queue, durable: true, exclusive: false, autoDelete: false, passive: true, arguments: [:],
+                                              recordForRecovery: false)
+            }
+            Self.reportOtherArguments(reason.replyText, queue: queue, logger: logger)
+        }
+    }
+
+    /// Runs `body` on an administration channel, and again on another when that channel was
+    /// closed under it by another request's channel error (the broker's reason names another
+    /// queue): the channels are shared, and one user's refused declaration closed the channel
+    /// under other users' subscriptions in flight, each then answered `unavailable`.
+    private func administering(_ body: (any BrokerChannel) async throws -> Void) async throws {
+        var attempt = 0
+        while true {
+            do { return try await body(channels.administration()) } catch AMQPError.channelClosed(let reason)
+                where attempt < 3 && !reason.replyText.contains("'\(queue)'") {
+                attempt += 1
+            }
+        }
+    }
+
+    private static let otherArgumentsReported = NIOLockedValueBox(false)
+
+    /// Logs, once per process, that inbox queues declared under other settings are used as
+    /// they are (one line per inbox would be one per user).
+    private static func reportOtherArguments(_ detail: String, queue: String, logger: Logger) {
+        guard !otherArgumentsReported.withLockedValue({ reported in defer { reported = true }; return reported }) else { return }
+        let text = "inbox queues declared under other [inbox] settings are used as they are; the settings apply to inboxes "
+            + "declared from now on (to change existing ones, use a RabbitMQ policy, or delete the queues)"
+        logger.warning("\(text)", metadata: ["queue": "\(queue)", "broker": "\(detail)"])
     }
 
     public func bind(_ pattern: TopicPattern) async throws {
-        try await channels.administration().bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: false)
+        let (queue, exchange) = (queue, exchange)
+        try await administering { try await $0.bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: false) }
         state.withLockedValue { _ = $0.bound.insert(pattern.value) }
     }
 
     public func unbind(_ pattern: TopicPattern) async throws {
         state.withLockedValue { _ = $0.bound.remove(pattern.value) }
-        try await channels.administration().unbind(queue: queue, exchange: exchange, pattern: pattern.value)
+        let (queue, exchange) = (queue, exchange)
+        try await administering { try await $0.unbind(queue: queue, exchange: exchange, pattern: pattern.value) }
     }
 
     /// Binds the queue again with every pattern it had (the exchange was deleted and declared
