@@ -90,11 +90,16 @@ public final class SQLConversationStore: ConversationStore {
         }
     }
 
-    public func boundPatterns(queue: String) async throws -> [String] {
-        let sql = "SELECT pattern FROM warren_store_bindings WHERE queue = \(dialect.p(1)) ORDER BY pattern"
-        return try await database.read { session in
-            try await session.query(sql, [.text(queue)]).compactMap { $0["pattern"]?.string }
+    public func boundPatterns() async throws -> [String: [String]] {
+        let rows = try await database.read { session in
+            try await session.query("SELECT queue, pattern FROM warren_store_bindings ORDER BY queue, pattern")
         }
+        var bound: [String: [String]] = [:]
+        for row in rows {
+            guard let queue = row["queue"]?.string, let pattern = row["pattern"]?.string else { continue }
+            bound[queue, default: []].append(pattern)
+        }
+        return bound
     }
 
     public func recordBoundPatterns(queue: String, _ patterns: [String]) async throws {

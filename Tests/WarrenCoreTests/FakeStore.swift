@@ -47,9 +47,9 @@ final class FakeStore: ConversationStore {
     func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] { [] }
     func markRead(user: String, route: String, id: String) async throws -> String? { id }
     func prune(before cutoff: Int64) async throws -> Int { 0 }
-    func boundPatterns(queue: String) async throws -> [String] { state.withLockedValue { $0.bound[queue] ?? [] } }
+    func boundPatterns() async throws -> [String: [String]] { state.withLockedValue { $0.bound } }
     func recordBoundPatterns(queue: String, _ patterns: [String]) async throws {
-        state.withLockedValue { $0.bound[queue] = patterns }
+        state.withLockedValue { $0.bound[queue] = patterns.isEmpty ? nil : patterns }
     }
     func ping() async throws {}
     func close() async {}

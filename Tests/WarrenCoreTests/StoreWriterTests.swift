@@ -15,11 +15,12 @@ func eventually(_ condition: () -> Bool) async -> Bool {
 
 @Suite("Store writer")
 struct StoreWriterTests {
-    static func writer(_ store: FakeStore, batchSize: Int = 100, patterns: [String] = ["#"],
+    static func writer(_ store: FakeStore, batchSize: Int = 100, patterns: [String] = ["#"], queue: String = "warren.store",
                        channels: FakeChannels = FakeChannels()) async throws -> (StoreWriter, FakeChannel, String) {
         var settings = StoreSettings()
         settings.batchSize = batchSize
         settings.patterns = patterns
+        settings.queue = queue
         let channel = FakeChannel("store")
         let writer = StoreWriter(store: store, settings: settings, channel: channel, channels: channels, exchange: "chat",
                                  metrics: StoreMetrics(), logger: Logger(label: "test"))
@@ -66,12 +67,12 @@ struct StoreWriterTests {
         let wide = FakeChannels()
         _ = try await Self.writer(store, channels: wide)
         #expect(wide.admin.calls == ["declare warren.store", "bind warren.store #"])
-        #expect(try await store.boundPatterns(queue: "warren.store") == ["#"])
+        #expect(try await store.boundPatterns() == ["warren.store": ["#"]])
 
         let narrow = FakeChannels()
         let (_, channel, consumer) = try await Self.writer(store, patterns: ["room.#"], channels: narrow)
         #expect(narrow.admin.calls == ["declare warren.store", "bind warren.store room.#", "unbind warren.store #"])
-        #expect(try await store.boundPatterns(queue: "warren.store") == ["room.#"])
+        #expect(try await store.boundPatterns() == ["warren.store": ["room.#"]])
         channel.deliver(to: consumer, routingKey: "alice.bob", body: "private")
         channel.deliver(to: consumer, routingKey: "room.lobby", body: "public")
         #expect(await eventually { Self.acks(channel).count == 2 })
@@ -81,6 +82,13 @@ struct StoreWriterTests {
         let same = FakeChannels()
         _ = try await Self.writer(store, patterns: ["room.#"], channels: same)
         #expect(same.admin.calls == ["declare warren.store", "bind warren.store room.#"])
+
+        // `store.queue` renamed: the old queue is unbound (it would gather every message,
+        // unconsumed, for good) and forgotten; the new one recorded.
+        let renamed = FakeChannels()
+        _ = try await Self.writer(store, patterns: ["room.#"], queue: "chat.store", channels: renamed)
+        #expect(renamed.admin.calls == ["declare chat.store", "bind chat.store room.#", "unbind warren.store room.#"])
+        #expect(try await store.boundPatterns() == ["chat.store": ["room.#"]])
     }
 
     @Test func aFailedWriteIsRetriedAndAckedOnlyWhenItCommits() async throws {

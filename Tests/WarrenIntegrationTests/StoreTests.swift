@@ -335,6 +335,7 @@ struct StoreTests {
         #expect(firstBindings == ["#"] && secondBindings == ["room.#"], "\(firstBindings) then \(secondBindings)")
         #expect(secret != nil && stored)
         #expect(privateHistory?.isEmpty == true, "\(String(describing: privateHistory))")
-        #expect(log.contains("unbound a pattern no longer in store.patterns"), "\(log)")
+        #expect(log.contains("unbound a pattern no longer configured from a store queue") && log.contains("not in store.patterns"),
+                "\(log)")
     }
 }

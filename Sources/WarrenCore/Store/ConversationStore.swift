@@ -19,11 +19,12 @@ public protocol ConversationStore: Sendable {
     func markRead(user: String, route: String, id: String) async throws -> String?
     /// Deletes messages placed before `cutoff` (Unix ms; ``SortKey``); returns how many.
     func prune(before cutoff: Int64) async throws -> Int
-    /// The patterns the store queue `queue` was last recorded as bound with (by any node writing
-    /// this store), so that a pattern since dropped from `store.patterns` can be unbound: AMQP
-    /// cannot list a queue's bindings.
-    func boundPatterns(queue: String) async throws -> [String]
-    /// Records `patterns` as the bindings of `queue`, replacing what was recorded.
+    /// The patterns each store queue was last recorded as bound with (by any node writing this
+    /// store), so that a pattern since dropped from `store.patterns`, or a queue since renamed
+    /// in `store.queue`, can be unbound: AMQP cannot list a queue's bindings.
+    func boundPatterns() async throws -> [String: [String]]
+    /// Records `patterns` as the bindings of `queue`, replacing what was recorded (none: the
+    /// queue is forgotten).
     func recordBoundPatterns(queue: String, _ patterns: [String]) async throws
     /// A cheap round trip: throws while the database is unreachable.
     func ping() async throws

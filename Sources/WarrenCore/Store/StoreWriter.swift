@@ -80,22 +80,39 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     }
 
     /// Unbinds from `warren.store` the patterns the store records it was bound with that are no
-    /// longer in `store.patterns`, then records these. The queue is durable and keeps its
-    /// bindings across restarts, and AMQP cannot list them: without the record, a narrowed
+    /// longer in `store.patterns`, and every recorded pattern from a queue `store.queue` no
+    /// longer names; then records this node's. Queues are durable and keep their bindings
+    /// across restarts, and AMQP cannot list them: without the record, a narrowed
     /// `store.patterns` (say `#` to `room.#`, to stop keeping private conversations) left `#`
-    /// bound, and everything went on being kept. Nodes sharing a store share the record: the
-    /// node started last decides. A database or broker failure here is logged and start goes on
-    /// (the writer keeps only routes in `store.patterns` whatever reaches the queue).
+    /// bound, and everything went on being kept; and a renamed `store.queue` left the old queue
+    /// bound and unconsumed, gathering every message until the broker's disk alarm stopped all
+    /// publishing. (The old queue itself is left for the operator: it may hold messages the
+    /// store does not have.) Nodes sharing a store share the record: the node started last
+    /// decides. A database or broker failure here is logged and start goes on (the writer keeps
+    /// only routes in `store.patterns` whatever reaches the queue).
     private func unbindFormerPatterns() async {
         let (store, settings, exchange, channels) = (store, settings, exchange, channels)
         do {
-            let former = try await withDeadline(.seconds(5)) { try await store.boundPatterns(queue: settings.queue) }
-            for pattern in former where !settings.patterns.contains(pattern) {
-                try await channels.administration().unbind(queue: settings.queue, exchange: exchange, pattern: pattern)
-                logger.notice("unbound a pattern no longer in store.patterns from the store's queue",
-                              metadata: ["queue": "\(settings.queue)", "pattern": "\(pattern)"])
+            let recorded = try await withDeadline(.seconds(5)) { try await store.boundPatterns() }
+            for (queue, patterns) in recorded.sorted(by: { $0.key < $1.key }) {
+                let stale = queue == settings.queue ? patterns.filter { !settings.patterns.contains($0) } : patterns
+                for pattern in stale {
+                    do {
+                        try await channels.administration().unbind(queue: queue, exchange: exchange, pattern: pattern)
+                    } catch where queue != settings.queue && InboxConsumer.queueGone(error) {
+                        // The old queue was deleted already: nothing bound to it.
+                    }
+                    logger.notice("unbound a pattern no longer configured from a store queue",
+                                  metadata: ["queue": "\(queue)", "pattern": "\(pattern)",
+                                             "why": "\(queue == settings.queue ? "not in store.patterns" : "store.queue is now \(settings.queue)")"])
+                }
+                if queue != settings.queue {
+                    try await withDeadline(.seconds(5)) { try await store.recordBoundPatterns(queue: queue, []) }
+                    logger.warning("the store's queue was renamed: the old one is no longer bound; delete it once nothing in it is needed",
+                                   metadata: ["old": "\(queue)", "queue": "\(settings.queue)"])
+                }
             }
-            if Set(former) != Set(settings.patterns) {
+            if Set(recorded[settings.queue] ?? []) != Set(settings.patterns) {
                 try await withDeadline(.seconds(5)) { try await store.recordBoundPatterns(queue: settings.queue, settings.patterns) }
             }
         } catch {
