@@ -59,7 +59,7 @@ struct HTTPRequester: Sendable {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         if (200..<300).contains(status) { return data }
         if let e = try? JSONDecoder().decode(Wire.ErrorBody.self, from: data) {
-            throw WarrenError(e.error.code, e.error.message, status: status)
+            throw WarrenError(e.error.code, e.error.message, status: status, ref: e.error.ref)
         }
         throw WarrenError(status >= 500 ? "unavailable" : "bad_response", "HTTP \(status)", status: status)
     }

@@ -541,7 +541,7 @@ public actor WarrenClient {
         case "puback":
             if let cid = f.cid { resolve(cid, f.ids ?? f.id.map { [$0] } ?? []) }
         case "error":
-            let error = WarrenError(f.code ?? "internal", f.message ?? "")
+            let error = WarrenError(f.code ?? "internal", f.message ?? "", ref: f.ref)
             if let ref = f.ref, pending[ref] != nil {
                 pending[ref]?.sending = false
                 if error.code == "unavailable" || error.code == "rate_limited" {
@@ -682,8 +682,15 @@ public actor WarrenClient {
                     continue
                 }
                 if [400, 403, 404, 413].contains(e.status ?? 0) {
-                    // A subscription Warren refuses (413: one too many for a session string): the
-                    // ones not yet in effect fail, the rest go on.
+                    // A subscription Warren refuses, named by `ref` (one in effect before and no
+                    // longer allowed: a refreshed token's claim): it goes, with an error, and the
+                    // rest go on.
+                    if let ref = e.ref, let entry = subs[ref] {
+                        settle(ref, e)
+                        if entry.ready { errorContinuation.yield(e) }
+                        continue
+                    }
+                    // Else (413: one too many for a session string) the ones not yet in effect fail.
                     let fresh = subs.filter { !$0.value.ready }.map(\.key)
                     if fresh.isEmpty { return Outcome(opened: opened, fatal: e) }
                     for id in fresh { settle(id, e) }

@@ -87,6 +87,7 @@ enum Wire {
         struct Inner: Decodable {
             let code: String
             let message: String
+            let ref: String?
         }
         let error: Inner
     }

@@ -48,16 +48,23 @@ struct RouteSupport: Sendable {
 
     /// The status and JSON error body (DESIGN §5) for a failed request.
     static func failure(_ error: any Error) -> (status: Int, body: [UInt8]) {
-        if let error = error as? ProtocolError { return (error.code.httpStatus, errorBody(error.code, error.message)) }
+        if let error = error as? ProtocolError { return (error.code.httpStatus, errorBody(error.code, error.message, ref: error.ref)) }
         return (500, errorBody(.internal, "\(error)"))
     }
 
-    static func errorBody(_ code: ErrorCode, _ message: String) -> [UInt8] {
+    /// `{"error":{"code":…,"message":…}}`, with `"ref"` as on the WebSocket (DESIGN §4) when the
+    /// error names what failed: the subscription of `POST /v1/poll` refused, so a client can
+    /// drop that one and go on with the rest.
+    static func errorBody(_ code: ErrorCode, _ message: String, ref: String? = nil) -> [UInt8] {
         var w = JSONWriter()
         w.raw("{\"error\":{\"code\":")
         w.string(code.rawValue)
         w.raw(",\"message\":")
         w.string(message)
+        if let ref {
+            w.raw(",\"ref\":")
+            w.string(ref)
+        }
         w.raw("}}")
         return w.bytes
     }

@@ -8,6 +8,12 @@ enum TestTokens {
         try await TokenAuthority.hs256(secret: secret).mint(user: user, ttl: ttl, claim: claim)
     }
 
+    /// A token whose `warren` claim lists what it may subscribe to (for files that cannot name
+    /// WarrenCore's types beside the client library's).
+    static func mint(user: String, ttl: TimeInterval, secret: String, subscribe: [String]) async throws -> String {
+        try await mint(user: user, ttl: ttl, secret: secret, claim: WarrenClaim(subscribe: subscribe))
+    }
+
     /// A token as another identity provider issues it: its own `sub` and string claims.
     struct ProviderPayload: JWTPayload {
         var sub: SubjectClaim

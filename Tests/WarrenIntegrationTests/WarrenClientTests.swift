@@ -279,6 +279,42 @@ struct WarrenClientTests {
     /// Subscriptions a poll session string cannot carry all at once: the one too many fails with
     /// `too_large` (before, the client took the 413 for an outage and reconnected forever, the
     /// subscription never answered), and the others are still served.
+    /// Over polling, a refreshed token whose `warren` claim no longer allows a subscription in
+    /// effect: Warren refuses the session that names it (403 with the subscription as `ref`),
+    /// and the client drops that one, with an error, and goes on with the rest — it used to
+    /// take the refusal as fatal and close.
+    @Test func aPollingClientDropsASubscriptionARefreshedTokenNoLongerAllows() async throws {
+        let rig = try await Rig.start()
+        let ivy = uniqueUser("ivy"), jo = uniqueUser("jo")
+        let secret = Self.secret
+        let wide = try await TestTokens.mint(user: ivy, ttl: 2, secret: secret, subscribe: ["room.#", "#.{user}.#"])
+        let i = try await rig.client(ivy, direct: true, token: wide, transports: [.polling], getToken: {
+            try await TestTokens.mint(user: ivy, ttl: 600, secret: secret, subscribe: ["#.{user}.#"])
+        })
+        let j = try await rig.client(jo, direct: true)
+        let room = "room.\(uniqueUser("r"))"
+        let inRoom = try await i.subscribe(room, id: "room")
+        let mine = Reader(try await i.subscribe("#.\(ivy).#", id: "mine"))
+        let roomEnded = Task { for await _ in inRoom {}; return true }
+        // Nothing refused in a minute ends the client, and with it the wait (not a hung test).
+        let watchdog = Task { try await Task.sleep(for: .seconds(60)); await i.close() }
+        defer { watchdog.cancel() }
+        var refused: WarrenError?
+        for await e in i.errors where e.ref == "room" {
+            refused = e
+            break
+        }
+        #expect(refused?.code == "forbidden", "\(String(describing: refused))")
+        #expect(await roomEnded.value, "the refused subscription's deliveries end")
+        _ = try await j.publish(room, "not for ivy any more")
+        _ = try await j.publish("\(ivy).\(jo)", "still for ivy")
+        #expect(try await mine.next("the message to ivy after the refresh").envelope.body == "still for ivy")
+        #expect(await i.state == .open(.polling))
+        await i.close()
+        await j.close()
+        await rig.stop()
+    }
+
     @Test func aPollingClientsSubscriptionOneTooManyForItsSessionFails() async throws {
         let rig = try await Rig.start()
         let mia = uniqueUser("mia"), ned = uniqueUser("ned")

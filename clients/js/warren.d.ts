@@ -20,6 +20,8 @@ export class WarrenError extends Error {
   readonly code: string;
   /** The HTTP status, for an error answered over HTTP. */
   readonly status?: number;
+  /** What the error is about, when Warren names it: a subscription's id, a publish's cid. */
+  readonly ref?: string;
 }
 
 export interface ConnectOptions {

@@ -16,11 +16,12 @@
 
 /** An error Warren answered (its `code`, DESIGN §4), or one of the client's own: `closed`, `timeout`. */
 export class WarrenError extends Error {
-  constructor(code, message, status) {
+  constructor(code, message, status, ref) {
     super(message || code);
     this.name = "WarrenError";
     this.code = code;
     this.status = status;
+    if (ref !== undefined) this.ref = ref;
   }
 }
 
@@ -252,7 +253,7 @@ export class WarrenClient {
     let json = null;
     try { json = await res.json(); } catch { /* not JSON */ }
     if (res.ok) return json || {};
-    const error = json?.error ? new WarrenError(json.error.code, json.error.message, res.status)
+    const error = json?.error ? new WarrenError(json.error.code, json.error.message, res.status, json.error.ref)
       : new WarrenError(res.status >= 500 ? "unavailable" : "bad_frame", `HTTP ${res.status}`, res.status);
     if (res.status === 401 && !refreshed && await this.refreshToken()) {
       return this.request(method, path, body, { signal, refreshed: true });
@@ -428,7 +429,7 @@ export class WarrenClient {
         return p.resolve(f.ids || f.id);
       }
       case "error": {
-        const error = new WarrenError(f.code, f.message);
+        const error = new WarrenError(f.code, f.message, undefined, f.ref);
         const p = f.ref !== undefined && this.pending.get(f.ref);
         if (p) {
           p.sending = false;
@@ -620,8 +621,16 @@ export class WarrenClient {
             continue;
           }
           if (e.status === 400 || e.status === 403 || e.status === 404 || e.status === 413) {
-            // A subscription Warren refuses (413: one too many for a session string): the ones
-            // not yet in effect fail, the rest go on.
+            // A subscription Warren refuses, named by `ref` (one that was in effect and no
+            // longer is: a refreshed token's claim does not allow it): it goes, with an error,
+            // as a refused resubscription does on a WebSocket, and the rest go on.
+            const named = e.ref !== undefined && subs.find((s) => s.id === e.ref);
+            if (named) {
+              this.subs.delete(named.id);
+              if (named.settled) this.emit("error", e); else named.settle(e);
+              continue;
+            }
+            // Else (413: one too many for a session string) the ones not yet in effect fail.
             const fresh = subs.filter((s) => !s.settled);
             if (fresh.length === 0) return { opened, fatal: e };
             for (const s of fresh) { this.subs.delete(s.id); s.settle(e); }

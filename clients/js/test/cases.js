@@ -2,7 +2,8 @@
 // Node (run.mjs) and in headless Chromium (the page run.mjs drives). No library: `env` gives
 // what the runtime cannot do itself —
 //   env.connect(options)   the library's connect with the test's url, wsUrl and short backoff
-//   env.token(user, ttl)   a signed token for `user`, expiring in `ttl` seconds
+//   env.token(user, ttl, claim)   a signed token for `user`, expiring in `ttl` seconds (with
+//                          `claim` as its `warren` claim, if given)
 //   env.control(action)    on the proxies between the clients and Warren: cut (every connection),
 //                          hold (Warren's bytes to the clients held back), down (cut, and refuse
 //                          new connections), forward (normal again), refuseWebSocket (/v1/ws
@@ -227,6 +228,38 @@ export const cases = [
         const m = await live.inbox.next("the message after the refresh");
         check(m.env.body === "with the new token" && m.env.from === hana, `after the refresh: ${JSON.stringify(m.env)}`);
       } finally { h.close(); }
+    },
+  },
+  {
+    name: "over long-polling, a subscription a refreshed token no longer allows goes with an error, the rest go on",
+    async run(env) {
+      const ivy = env.unique("ivy"), jo = env.unique("jo");
+      const wide = { subscribe: ["room.#", "#.{user}.#"] }, narrow = { subscribe: ["#.{user}.#"] };
+      const errors = [];
+      const i = await env.connect({
+        transports: ["polling"], backoff: { initial: 100, max: 300 },
+        token: await env.token(ivy, 2, wide),
+        getToken: () => env.token(ivy, 600, narrow),
+      });
+      const j = await env.connect({ user: jo, direct: true });
+      try {
+        i.on("error", (e) => errors.push(e));
+        const room = "room." + env.unique("r");
+        const inRoom = collect(i, room);
+        const mine = collect(i, `#.${ivy}.#`);
+        await Promise.all([inRoom.sub.ready, mine.sub.ready]);
+        // The token expires; the one getToken gives allows no room: Warren refuses the session
+        // that names it, the client drops that subscription and keeps the other.
+        await waitFor("the refused room subscription", 20000, (resolve) => {
+          const t = setInterval(() => { if (errors.some((e) => e.code === "forbidden" && e.ref === inRoom.sub.id)) { clearInterval(t); resolve(); } }, 50);
+        });
+        await j.publish(room, "not for ivy any more");
+        await j.publish(`${ivy}.${jo}`, "still for ivy");
+        const m = await mine.inbox.next("the message to ivy after the refresh", 20000);
+        check(m.env.body === "still for ivy", `after the refresh: ${JSON.stringify(m.env)}`);
+        check(i.state === "open", `the client is ${i.state}`);
+        check(inRoom.inbox.items.length === 0, `the room still delivered: ${JSON.stringify(inRoom.inbox.items)}`);
+      } finally { i.close(); j.close(); }
     },
   },
   {

@@ -30,10 +30,10 @@ const secret = args.secret || "";
 // MARK: tokens (HS256, as `warren token` signs them)
 
 const b64url = (data) => Buffer.from(data).toString("base64url");
-function token(user, ttl) {
+function token(user, ttl, claim) {
   const now = Math.floor(Date.now() / 1000);
   const head = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
-  const body = b64url(JSON.stringify({ sub: user, iat: now, exp: now + Number(ttl) }));
+  const body = b64url(JSON.stringify({ sub: user, iat: now, exp: now + Number(ttl), ...(claim ? { warren: claim } : {}) }));
   const sig = crypto.createHmac("sha256", secret).update(`${head}.${body}`).digest("base64url");
   return `${head}.${body}.${sig}`;
 }
@@ -109,7 +109,7 @@ const report = (where) => (name, error) => {
 
 // MARK: Node
 
-if (!args.browser) failures += await runAll(makeEnv({ connect, token: async (u, t) => token(u, t), control, ...urls }), report("node"));
+if (!args.browser) failures += await runAll(makeEnv({ connect, token: async (u, t, c) => token(u, t, c), control, ...urls }), report("node"));
 
 // MARK: Chromium
 
@@ -121,7 +121,8 @@ if (args.browser) {
     try {
       if (u.pathname === "/token") {
         res.writeHead(200, { ...cors, "content-type": "text/plain" });
-        return res.end(token(u.searchParams.get("user"), u.searchParams.get("ttl")));
+        const claim = u.searchParams.get("claim");
+        return res.end(token(u.searchParams.get("user"), u.searchParams.get("ttl"), claim ? JSON.parse(claim) : undefined));
       }
       if (u.pathname.startsWith("/control/")) {
         await control(u.pathname.slice(9));
@@ -182,7 +183,8 @@ if (args.browser) {
       const ctl = ${JSON.stringify(ctlUrl)};
       const env = makeEnv({
         connect, url: location.origin, wsUrl: ${JSON.stringify(urls.wsUrl)}, directUrl: ${JSON.stringify(urls.directUrl)},
-        token: (user, ttl) => fetch(ctl + "/token?user=" + encodeURIComponent(user) + "&ttl=" + ttl).then((r) => r.text()),
+        token: (user, ttl, claim) => fetch(ctl + "/token?user=" + encodeURIComponent(user) + "&ttl=" + ttl +
+          (claim ? "&claim=" + encodeURIComponent(JSON.stringify(claim)) : "")).then((r) => r.text()),
         control: (action) => fetch(ctl + "/control/" + action).then((r) => { if (!r.ok) throw new Error("control " + action + ": " + r.status); }),
       });
       const results = [];
