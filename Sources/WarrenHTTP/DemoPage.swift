@@ -233,6 +233,9 @@ enum DemoPage {
     // A delivery, from the inbox (acknowledged by the client once this returns) or a room.
     function receive(env) {
       const c = conversation(env.route);
+      // Presence and read receipts are Warren's own, stamped with the user they name as `from`
+      // (Warren refuses them from clients): one whose body names someone else is not believed.
+      if ((env.type === "presence" || env.type === "read") && !(env.body && env.body.user === env.from)) return;
       if (env.type === "presence") {             // someone came or went (transient, never kept)
         const who = env.body && env.body.user, joined = env.body && env.body.state === "join";
         if (!who) return;

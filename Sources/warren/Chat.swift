@@ -109,7 +109,7 @@ struct Chat: AsyncParsableCommand {
             switch envelope.type {
             case "presence":
                 // Someone else arriving or going (DESIGN §11); this terminal's own join is the status line.
-                guard let user = envelope.body["user"]?.stringValue, user != me else { return }
+                guard let user = envelope.body["user"]?.stringValue, user == envelope.from, user != me else { return }
                 line = "* \(user) \(envelope.body["state"]?.stringValue == "join" ? "joined" : "left")"
             case "typing":
                 return

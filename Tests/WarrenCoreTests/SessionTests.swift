@@ -239,6 +239,12 @@ struct SessionTests {
         for _ in 0..<200 where out.json.last?["op"]?.stringValue != "puback" { try await Task.sleep(for: .milliseconds(5)) }
         #expect(out.json.last?["op"]?.stringValue == "puback" && out.json.last?["cid"]?.stringValue == "c1")
         #expect(bridge.publish.calls == ["publish alice.bob"])
+        // Presence and read receipts name a user in their body: only Warren publishes them.
+        for type in ["presence", "read"] {
+            await s.handle(frame(#"{"op":"pub","route":"alice.bob","type":"\#(type)","body":{"user":"bob","state":"leave"},"cid":"\#(type)"}"#))
+            #expect(out.json.last?["code"]?.stringValue == "forbidden" && out.json.last?["ref"]?.stringValue == type, "\(out.json.last!)")
+        }
+        #expect(bridge.publish.calls == ["publish alice.bob"])
         await s.end()
     }
 

@@ -61,7 +61,19 @@ public final class BridgeRuntime: Sendable {
     /// the user's rules (one forbidden route refuses the whole send), then the per-user publish
     /// rate takes one token per route. Nil when the publish may go on, else the error to answer
     /// (counted as a drop, and a limit hit for the rate).
+    /// Envelope types only Warren publishes: presence (DESIGN §11) and read receipts (§10).
+    /// Their body names a user (`{"user":"bob",…}`) that clients show as who came, went or
+    /// read; from a client, `from` would be the sender but the body anyone, so mallory could
+    /// make bob leave a room or read a message on everyone's screen, and clear bob's own unread
+    /// badge (a receipt of bob's is how his other devices learn he read). Refused `forbidden`.
+    public static let warrenOnlyTypes: Set<String> = ["presence", "read"]
+
     public func admitPublish(_ request: PublishRequest, from user: String, rules: AccessRules, via frontend: Frontend) -> ProtocolError? {
+        if Self.warrenOnlyTypes.contains(request.type) {
+            metrics.dropped(request.routes.first?.value, .forbidden)
+            return ProtocolError(.forbidden, "type \(request.type) is published only by Warren (presence, read receipts)",
+                                 ref: request.cid)
+        }
         for route in request.routes where !rules.canPublish(route) {
             metrics.dropped(route.value, .forbidden)
             return ProtocolError(.forbidden, "not allowed to publish to \(route.value)", ref: request.cid)
