@@ -255,6 +255,16 @@ import Testing
         #expect(c.auth.algorithm == .rs256 && c.auth.publicKeyPEM == TokenAuthorityTests.rsaPublic)
         #expect(c.auth.rules == TokenRules(leeway: 5, audience: "chat", issuer: nil))
         #expect(c.effectiveDescription.contains("public_key = loaded"))
+        // A readable file that is not a key of the algorithm's kind is refused here, naming the
+        // key and the file: `warren check` passed an RSA key for ES256 (and an EC key for
+        // RS256, or the private key given as the public one), which `warren serve` then
+        // refused with a bare "underlyingCoreCryptoError".
+        let rsaAsES = #expect(throws: ConfigError.self) {
+            try BridgeConfiguration.parse(base + "algorithm = \"ES256\"\npublic_key_file = \"\(path)\"\n")
+        }
+        #expect(rsaAsES?.description.contains("auth.public_key_file") == true
+                && rsaAsES?.description.contains("not an ES256 public key") == true, "\(String(describing: rsaAsES))")
+        #expect(key(of: base + "algorithm = \"RS256\"\nprivate_key_file = \"\(path)\"\n") == "auth.private_key_file")
     }
 }
 

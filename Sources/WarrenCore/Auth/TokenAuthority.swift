@@ -63,6 +63,24 @@ public final class TokenAuthority: Sendable {
         return TokenAuthority(verifier: verifier, signer: signer, rules: rules)
     }
 
+    /// Whether `pem` is a key `algorithm` can use (an RSA key for RS256, a P-256 EC key for
+    /// ES256), public or private; checked when the configuration is read, so that `warren check`
+    /// refuses what `warren serve` would, and names the file's key.
+    public static func checkKey(_ pem: String, _ algorithm: TokenAlgorithm, isPrivate: Bool) throws(TokenKeyError) {
+        do {
+            switch (algorithm, isPrivate) {
+            case (.hs256, _): return
+            case (.rs256, false): _ = try Insecure.RSA.PublicKey(pem: pem)
+            case (.rs256, true): _ = try Insecure.RSA.PrivateKey(pem: pem)
+            case (.es256, false): _ = try ES256PublicKey(pem: pem)
+            case (.es256, true): _ = try ES256PrivateKey(pem: pem)
+            }
+        } catch {
+            throw TokenKeyError(description: "not an \(algorithm.rawValue) \(isPrivate ? "private" : "public") key in PEM form "
+                                + "(RS256 takes an RSA key, ES256 a P-256 EC key)")
+        }
+    }
+
     /// Verifies signature, `exp` / `nbf` / `iat` (within the leeway), `aud` and `iss` when
     /// configured; the user's claim (`sub` unless `auth.user_claim` says) must be a user word. The error message names the reason
     /// but never echoes the token.

@@ -231,7 +231,11 @@ public struct BridgeConfiguration: Sendable {
         for (key, keyPath) in [("public_key_file", \Auth.publicKeyPEM), ("private_key_file", \Auth.privateKeyPEM)] {
             let path = try source.string("auth", key, default: "")
             guard !path.isEmpty else { continue }
-            config.auth[keyPath: keyPath] = try source.file("auth", key, path)
+            let pem = try source.file("auth", key, path)
+            do { try TokenAuthority.checkKey(pem, tokenAlgorithm, isPrivate: key == "private_key_file") } catch {
+                throw source.error("auth", key, "\(path): \(error.description)")
+            }
+            config.auth[keyPath: keyPath] = pem
         }
         if authMode == .token, tokenAlgorithm != .hs256 {
             guard config.auth.publicKeyPEM != nil || config.auth.privateKeyPEM != nil else {
