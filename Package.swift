@@ -54,6 +54,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The conversation store's backends (DESIGN §10) behind WarrenCore's `ConversationStore`.

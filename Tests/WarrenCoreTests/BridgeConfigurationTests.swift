@@ -269,19 +269,74 @@ import Testing
 }
 
 @Suite struct TLSConfigurationTests {
+    /// A self-signed P-256 certificate and its key, and another key (made with openssl for these
+    /// tests; nothing trusts them).
+    static let certificate = """
+-----BEGIN CERTIFICATE-----
+MIIBgzCCASmgAwIBAgIUKUAdT4/1N6FwEQ+GYYeAuwSx1ecwCgYIKoZIzj0EAwIw
+FjEUMBIGA1UEAwwLd2FycmVuLXRlc3QwIBcNMjYxMTI4MDgyNzU4WhgPMjEyNjEx
+MDQwODI3NThaMBYxFDASBgNVBAMMC3dhcnJlbi10ZXN0MFkwEwYHKoZIzj0CAQYI
+KoZIzj0DAQcDQgAEKimPOuNpv3OV0OmWsVipNn/zR2zxAyaitS1T/APZ8zBVw5s/
+MWZ/eI3vLlrokuUSIWWekOYQZ+a8pFMw/3IVy6NTMFEwHQYDVR0OBBYEFDq3y4F6
+MhgEcPjQPZW4PyoTOjkYMB8GA1UdIwQYMBaAFDq3y4F6MhgEcPjQPZW4PyoTOjkY
+MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIhANo/0nC8mtBbyYjW
+YiRqBo8/mKR47ao4C467pj/U6MotAiAErnQ0Msv7vSP69uuLY3jmkpZ0W9giya4A
+LZKUNbdbhQ==
+-----END CERTIFICATE-----
+"""
+    static let key = """
+-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgNtRMQIS2zDJfYbaf
+iGnRzp4/R1r/XUcVPNN7RgjETUShRANCAAQqKY8642m/c5XQ6ZaxWKk2f/NHbPED
+JqK1LVP8A9nzMFXDmz8xZn94je8uWuiS5RIhZZ6Q5hBn5rykUzD/chXL
+-----END PRIVATE KEY-----
+"""
+    static let otherKey = """
+-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQghsGKFGs2YI7H1MxB
+day8qAOhzobHpI6W3QnbpFBWG2OhRANCAARdj1pei79DuSl8lfoSiXNSz1VahYxT
+HggfoAizVuVuuxOFevN58vKlBupIH84WjYoJtivn5QabWs8Z5oRG0mYV
+-----END PRIVATE KEY-----
+"""
+
+    /// Writes `text` to a temporary file for the test; removed by `remove`.
+    static func file(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-tls-\(UUID().uuidString).pem").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static func key(of text: String) -> String? {
+        do { _ = try BridgeConfiguration.parse(text); return nil } catch { return error.key }
+    }
+
     @Test func tlsFilesMustBeReadableAndCertificatesComeWithKeys() throws {
-        func key(of text: String) -> String? {
-            do { _ = try BridgeConfiguration.parse(text); return nil } catch { return error.key }
-        }
         let amqps = "[amqp]\nurl = \"amqps://u:p@broker.example.com/%2f\"\n"
-        #expect(key(of: amqps) == nil)
-        #expect(key(of: amqps + "tls_ca_file = \"/nonexistent/ca.pem\"\n") == "amqp.tls_ca_file")
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("warren-ca-\(UUID().uuidString).pem").path
-        try "not really a certificate".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(Self.key(of: amqps) == nil)
+        #expect(Self.key(of: amqps + "tls_ca_file = \"/nonexistent/ca.pem\"\n") == "amqp.tls_ca_file")
+        let path = try Self.file(Self.certificate)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        #expect(key(of: amqps + "tls_cert_file = \"\(path)\"\n") == "amqp.tls_cert_file")
+        #expect(Self.key(of: amqps + "tls_cert_file = \"\(path)\"\n") == "amqp.tls_cert_file")
         let c = try BridgeConfiguration.parse(amqps + "tls_ca_file = \"\(path)\"\ntls_server_name = \"rabbit.internal\"\n")
         #expect(c.amqp.client.tls && c.amqp.client.port == 5671)
         #expect(c.amqp.client.tlsOptions == .init(caFile: path, serverName: "rabbit.internal"))
+    }
+
+    /// A readable file that is no certificate, or a key that is not the certificate's, is refused
+    /// when the file is read, naming the key: `warren check` passed them, and `warren serve`
+    /// then stopped with a bare "failedToLoadCertificate" / "failedToLoadPrivateKey" (HTTPS),
+    /// or retried the broker for ever (an AMQP CA file that was no certificate).
+    @Test func tlsFilesMustBeCertificatesAndKeysThatBelongTogether() throws {
+        let (certificate, key, other, junk) = (try Self.file(Self.certificate), try Self.file(Self.key), try Self.file(Self.otherKey),
+                                               try Self.file("not really a certificate"))
+        defer { for p in [certificate, key, other, junk] { try? FileManager.default.removeItem(atPath: p) } }
+        let amqps = "[amqp]\nurl = \"amqps://u:p@broker.example.com/%2f\"\n"
+        #expect(Self.key(of: amqps + "tls_ca_file = \"\(junk)\"\n") == "amqp.tls_ca_file")
+        #expect(Self.key(of: amqps + "tls_cert_file = \"\(certificate)\"\ntls_key_file = \"\(junk)\"\n") == "amqp.tls_key_file")
+        #expect(Self.key(of: amqps + "tls_cert_file = \"\(certificate)\"\ntls_key_file = \"\(other)\"\n") == "amqp.tls_key_file")
+        #expect(Self.key(of: amqps + "tls_cert_file = \"\(certificate)\"\ntls_key_file = \"\(key)\"\n") == nil)
+        #expect(Self.key(of: "[http]\ntls_cert_file = \"\(junk)\"\ntls_key_file = \"\(key)\"\n") == "http.tls_cert_file")
+        #expect(Self.key(of: "[http]\ntls_cert_file = \"\(certificate)\"\ntls_key_file = \"\(other)\"\n") == "http.tls_key_file")
+        #expect(Self.key(of: "[http]\ntls_cert_file = \"\(certificate)\"\ntls_key_file = \"\(key)\"\n") == nil)
     }
 }

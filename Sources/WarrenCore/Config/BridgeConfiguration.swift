@@ -156,10 +156,17 @@ public struct BridgeConfiguration: Sendable {
             let path = try source.string("amqp", key, default: "")
             guard !path.isEmpty else { continue }
             guard FileManager.default.isReadableFile(atPath: path) else { throw source.error("amqp", key, "cannot read \(path)") }
+            if let problem = key == "tls_key_file" ? TLSFileCheck.privateKey(path) : TLSFileCheck.certificates(path) {
+                throw source.error("amqp", key, problem)
+            }
             config.amqp.client.tlsOptions[keyPath: keyPath] = path
         }
         if (config.amqp.client.tlsOptions.certificateFile == nil) != (config.amqp.client.tlsOptions.privateKeyFile == nil) {
             throw source.error("amqp", "tls_cert_file", "a client certificate needs both tls_cert_file and tls_key_file")
+        }
+        if let certificate = config.amqp.client.tlsOptions.certificateFile, let key = config.amqp.client.tlsOptions.privateKeyFile,
+           let problem = TLSFileCheck.pair(certificate: certificate, key: key) {
+            throw source.error("amqp", "tls_key_file", problem)
         }
         let serverName = try source.string("amqp", "tls_server_name", default: "")
         config.amqp.client.tlsOptions.serverName = serverName.isEmpty ? nil : serverName
@@ -204,10 +211,17 @@ public struct BridgeConfiguration: Sendable {
             let path = try source.string("http", key, default: "")
             guard !path.isEmpty else { continue }
             guard FileManager.default.isReadableFile(atPath: path) else { throw source.error("http", key, "cannot read \(path)") }
+            if let problem = key == "tls_key_file" ? TLSFileCheck.privateKey(path) : TLSFileCheck.certificates(path) {
+                throw source.error("http", key, problem)
+            }
             if key == "tls_cert_file" { config.http.tlsCertificateFile = path } else { config.http.tlsKeyFile = path }
         }
         if (config.http.tlsCertificateFile == nil) != (config.http.tlsKeyFile == nil) {
             throw source.error("http", "tls_cert_file", "HTTPS needs both tls_cert_file and tls_key_file")
+        }
+        if let certificate = config.http.tlsCertificateFile, let key = config.http.tlsKeyFile,
+           let problem = TLSFileCheck.pair(certificate: certificate, key: key) {
+            throw source.error("http", "tls_key_file", problem)
         }
 
         let mode = try source.string("auth", "mode", default: config.auth.mode.rawValue)
