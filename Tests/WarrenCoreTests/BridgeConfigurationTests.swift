@@ -242,6 +242,14 @@ import Testing
         #expect(key(of: "[http]\nlisten = \"127.0.0.1:8080\"\ninternal_listen = \"127.0.0.2:8080\"\n") == nil)
     }
 
+    @Test func routeClassNamesAreUnique() throws {
+        let twice = "[[route]]\nname = \"a\"\npattern = \"room.#\"\n[[route]]\nname = \"a\"\npattern = \"group.#\"\n"
+        let error = #expect(throws: ConfigError.self) { try BridgeConfiguration.parse(twice) }
+        #expect(error?.key == "route.name" && error?.line == 4, "\(String(describing: error))")
+        let c = try BridgeConfiguration.parse(twice.replacingOccurrences(of: "name = \"a\"\npattern = \"group", with: "name = \"b\"\npattern = \"group"))
+        #expect(c.routes.map(\.name) == ["a", "b"])
+    }
+
     @Test func publicKeyModesNeedAReadableKey() throws {
         let base = "[auth]\nmode = \"token\"\n" + Self.secret
         #expect(key(of: base + "algorithm = \"RS256\"\n") == "auth.public_key_file")

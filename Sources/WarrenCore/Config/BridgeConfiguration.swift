@@ -285,6 +285,11 @@ public struct BridgeConfiguration: Sendable {
             if let unknown = entry.values.keys.first(where: { $0 != "name" && $0 != "pattern" }) {
                 throw ConfigError(key: "route.\(unknown)", line: entry.line, reason: "unknown key")
             }
+            // The name is the `route` label of every metric and a key of /v1/stats: two classes
+            // of one name were one series in /metrics and a repeated key in the JSON.
+            guard !config.routes.contains(where: { $0.name == name }) else {
+                throw ConfigError(key: "route.name", line: entry.line, reason: "'\(name)' names another [[route]] already")
+            }
             config.routes.append(.init(name: name, pattern: pattern))
         }
 
