@@ -102,9 +102,9 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                     } catch where queue != settings.queue && InboxConsumer.queueGone(error) {
                         // The old queue was deleted already: nothing bound to it.
                     }
+                    let why = queue == settings.queue ? "not in store.patterns" : "store.queue is now \(settings.queue)"
                     logger.notice("unbound a pattern no longer configured from a store queue",
-                                  metadata: ["queue": "\(queue)", "pattern": "\(pattern)",
-                                             "why": "\(queue == settings.queue ? "not in store.patterns" : "store.queue is now \(settings.queue)")"])
+                                  metadata: ["queue": "\(queue)", "pattern": "\(pattern)", "why": "\(why)"])
                 }
                 if queue != settings.queue {
                     try await withDeadline(.seconds(5)) { try await store.recordBoundPatterns(queue: queue, []) }
