@@ -57,17 +57,18 @@ public final class BridgeRuntime: Sendable {
         self.logger = logger
     }
 
-    /// The one admission path for publishes, whatever the door: every route must be allowed by
-    /// the user's rules (one forbidden route refuses the whole send), then the per-user publish
-    /// rate takes one token per route. Nil when the publish may go on, else the error to answer
-    /// (counted as a drop, and a limit hit for the rate).
     /// Envelope types only Warren publishes: presence (DESIGN §11) and read receipts (§10).
     /// Their body names a user (`{"user":"bob",…}`) that clients show as who came, went or
     /// read; from a client, `from` would be the sender but the body anyone, so mallory could
     /// make bob leave a room or read a message on everyone's screen, and clear bob's own unread
-    /// badge (a receipt of bob's is how his other devices learn he read). Refused `forbidden`.
+    /// badge (a receipt of bob's is how his other devices learn he read).
     public static let warrenOnlyTypes: Set<String> = ["presence", "read"]
 
+    /// The one admission path for publishes, whatever the door: a type only Warren publishes
+    /// is refused (``warrenOnlyTypes``), every route must be allowed by the user's rules (one
+    /// forbidden route refuses the whole send), then the per-user publish rate takes one token
+    /// per route. Nil when the publish may go on, else the error to answer (counted as a drop,
+    /// and a limit hit for the rate).
     public func admitPublish(_ request: PublishRequest, from user: String, rules: AccessRules, via frontend: Frontend) -> ProtocolError? {
         if Self.warrenOnlyTypes.contains(request.type) {
             metrics.dropped(request.routes.first?.value, .forbidden)
