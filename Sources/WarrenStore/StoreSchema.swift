@@ -10,8 +10,9 @@ import WarrenCore
 /// - `warren_routes`: each route's newest message and its key, for the conversation list's order.
 /// - `warren_reads`: each user's read marker per route (an envelope id and its key; it only
 ///   moves forward).
-/// - `warren_store_bindings`: the patterns the store queue was last bound with, so that one
-///   dropped from `store.patterns` is unbound at the next start.
+/// - `warren_store_bindings`: the patterns each store queue was last bound with, so that one
+///   dropped from `store.patterns`, or a queue `store.queue` no longer names, is unbound at the
+///   next start.
 ///
 /// Version 1 ordered everything by envelope id; version 2 by `sort_key`, which version 1's
 /// rows are given when the store is opened by a Warren that knows version 2.
@@ -38,8 +39,8 @@ enum StoreSchema {
             CREATE TABLE IF NOT EXISTS warren_reads (username TEXT NOT NULL, route TEXT NOT NULL, id \(key) NOT NULL,
               sort_key \(key) NOT NULL, PRIMARY KEY (username, route))
             """,
-            // Which patterns the store queue is bound with (``ConversationStore/boundPatterns(queue:)``).
-            // Created by every version from 2 on where missing; a Warren without it ignores it.
+            // Which patterns the store queues are bound with (``ConversationStore/boundPatterns()``).
+            // Added to version 2 without a version change: an earlier Warren ignores the table.
             """
             CREATE TABLE IF NOT EXISTS warren_store_bindings (queue TEXT NOT NULL, pattern TEXT NOT NULL,
               PRIMARY KEY (queue, pattern))
