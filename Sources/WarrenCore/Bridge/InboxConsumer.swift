@@ -92,9 +92,9 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     func declare() async throws {
         let (queue, arguments) = (queue, settings.arguments)
         do {
-            try await administering { try await $0.declareDurable(queue, arguments: arguments) }
+            try await channels.administering(queue: queue) { try await $0.declareDurable(queue, arguments: arguments) }
         } catch AMQPError.channelClosed(let reason) where reason.replyCode == ReplyCode.preconditionFailed {
-            try await administering {
+            try await channels.administering(queue: queue) {
                 _ = try await $0.queueDeclare(queue, durable: true, exclusive: false, autoDelete: false, passive: true, arguments: [:],
                                               recordForRecovery: false)
             }
@@ -102,41 +102,31 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         }
     }
 
-    /// Runs `body` on an administration channel, and again on another when that channel was
-    /// closed under it by another request's channel error (the broker's reason names another
-    /// queue): the channels are shared, and one user's refused declaration closed the channel
-    /// under other users' subscriptions in flight, each then answered `unavailable`.
-    private func administering(_ body: (any BrokerChannel) async throws -> Void) async throws {
-        var attempt = 0
-        while true {
-            do { return try await body(channels.administration()) } catch AMQPError.channelClosed(let reason)
-                where attempt < 3 && !reason.replyText.contains("'\(queue)'") {
-                attempt += 1
-            }
-        }
-    }
-
-    private static let otherArgumentsReported = NIOLockedValueBox(false)
+    private static let otherArgumentsReported = OnceFlag()
 
     /// Logs, once per process, that inbox queues declared under other settings are used as
     /// they are (one line per inbox would be one per user).
     private static func reportOtherArguments(_ detail: String, queue: String, logger: Logger) {
-        guard !otherArgumentsReported.withLockedValue({ reported in defer { reported = true }; return reported }) else { return }
+        guard otherArgumentsReported.first() else { return }
         let text = "inbox queues declared under other [inbox] settings are used as they are; the settings apply to inboxes "
-            + "declared from now on (to change existing ones, use a RabbitMQ policy, or delete the queues)"
+            + "declared from now on (a RabbitMQ policy can lower max-length and expires of those; anything else takes deleting them)"
         logger.warning("\(text)", metadata: ["queue": "\(queue)", "broker": "\(detail)"])
     }
 
     public func bind(_ pattern: TopicPattern) async throws {
         let (queue, exchange) = (queue, exchange)
-        try await administering { try await $0.bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: false) }
+        try await channels.administering(queue: queue) {
+            try await $0.bind(queue: queue, exchange: exchange, pattern: pattern.value, recorded: false)
+        }
         state.withLockedValue { _ = $0.bound.insert(pattern.value) }
     }
 
     public func unbind(_ pattern: TopicPattern) async throws {
         state.withLockedValue { _ = $0.bound.remove(pattern.value) }
         let (queue, exchange) = (queue, exchange)
-        try await administering { try await $0.unbind(queue: queue, exchange: exchange, pattern: pattern.value) }
+        try await channels.administering(queue: queue) {
+            try await $0.unbind(queue: queue, exchange: exchange, pattern: pattern.value)
+        }
     }
 
     /// Binds the queue again with every pattern it had (the exchange was deleted and declared

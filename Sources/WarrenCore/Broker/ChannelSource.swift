@@ -1,3 +1,4 @@
+import AMQPClient
 import NIOCore
 
 /// Where the bridge gets its long-lived channels from. No client request opens a channel of its
@@ -16,5 +17,20 @@ public protocol ChannelSource: Sendable {
 extension ChannelSource {
     public func consumption(prefetch: Int) async throws -> any BrokerChannel {
         try await consumption(prefetch: prefetch, near: nil)
+    }
+
+    /// Runs `body`, an operation on `queue`, on an administration channel, and again on another
+    /// when that channel was closed under it by another request's channel error (the broker's
+    /// reason names another queue): the channels are shared, and one user's refused declaration
+    /// closed the channel under other users' subscriptions in flight, each then answered
+    /// `unavailable`. An error about `queue` itself is thrown.
+    func administering(queue: String, _ body: (any BrokerChannel) async throws -> Void) async throws {
+        var attempt = 0
+        while true {
+            do { return try await body(administration()) } catch AMQPError.channelClosed(let reason)
+                where attempt < 3 && !reason.replyText.contains("'\(queue)'") {
+                attempt += 1
+            }
+        }
     }
 }

@@ -35,7 +35,7 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// `store.patterns`, parsed; nil when `#` is among them (every route is kept).
     private let kept: [TopicPattern]?
     /// Whether a message outside `store.patterns` has come (said once in the log).
-    private let strayReported = NIOLockedValueBox(false)
+    private let strayReported = OnceFlag()
     private let batcher: NIOLockedValueBox<StoreBatcher<Item>>
     /// Consuming (set before the consumer starts: deliveries may come before `basic.consume-ok`
     /// is seen), and the consumer's tag once known.
@@ -98,7 +98,9 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                 let stale = queue == settings.queue ? patterns.filter { !settings.patterns.contains($0) } : patterns
                 for pattern in stale {
                     do {
-                        try await channels.administration().unbind(queue: queue, exchange: exchange, pattern: pattern)
+                        try await channels.administering(queue: queue) {
+                            try await $0.unbind(queue: queue, exchange: exchange, pattern: pattern)
+                        }
                     } catch where queue != settings.queue && InboxConsumer.queueGone(error) {
                         // The old queue was deleted already: nothing bound to it.
                     }
@@ -129,7 +131,7 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         guard let kept else { return true }
         var key = routingKey
         let keeps = key.withUTF8 { bytes in TopicMatcher.isValidKey(bytes) && kept.contains { $0.matches(validKeyBytes: bytes) } }
-        if !keeps, !strayReported.withLockedValue({ reported in defer { reported = true }; return reported }) {
+        if !keeps, strayReported.first() {
             let text = "the store's queue is bound with a pattern outside store.patterns (an earlier configuration's, or one "
                 + "made by hand); what it brings is not kept: remove the binding (rabbitmqctl or the management UI)"
             logger.warning("\(text)", metadata: ["queue": "\(settings.queue)", "route": "\(routingKey)"])
