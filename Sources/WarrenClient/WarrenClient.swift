@@ -164,6 +164,12 @@ public actor WarrenClient {
         return Wire.Sub(id: id, pattern: e.pattern, mode: e.mode.rawValue, presence: e.presence ? true : nil)
     }
 
+    /// Subscription `id` asked for again on the socket of connection `epoch`, if both still are.
+    private func resendSubscription(_ id: String, epoch asked: Int) {
+        guard asked == epoch, subscriptions[id] != nil, let socket else { return }
+        socket.send(Wire.encode(subFrame(id)))
+    }
+
     /// The answer to subscription `id`: in effect, or refused (then it ends).
     private func settle(_ id: String, _ error: WarrenError?) {
         guard var entry = subscriptions[id] else { return }
@@ -555,7 +561,19 @@ public actor WarrenClient {
                 }
             } else if let ref = f.ref, let entry = subscriptions[ref] {
                 resubscribed(ref)
-                if entry.ready { errorContinuation.yield(error) } else { settle(ref, error) }
+                if entry.ready, error.code == "unavailable" || error.code == "rate_limited" {
+                    // A resubscription the node cannot take right now: asked again shortly.
+                    let asked = self.epoch
+                    Task {
+                        try? await Task.sleep(for: .milliseconds(Int.random(in: 500...1000)))
+                        self.resendSubscription(ref, epoch: asked)
+                    }
+                } else {
+                    // Refused (a refreshed token's claim no longer allows it): it goes, with an
+                    // error when it was in effect, as on the polling door.
+                    settle(ref, error)
+                    if entry.ready { errorContinuation.yield(error) }
+                }
             } else {
                 errorContinuation.yield(error)
             }

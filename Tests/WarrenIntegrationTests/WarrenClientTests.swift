@@ -283,12 +283,13 @@ struct WarrenClientTests {
     /// effect: Warren refuses the session that names it (403 with the subscription as `ref`),
     /// and the client drops that one, with an error, and goes on with the rest — it used to
     /// take the refusal as fatal and close.
-    @Test func aPollingClientDropsASubscriptionARefreshedTokenNoLongerAllows() async throws {
+    @Test(arguments: [Transport.polling, .webSocket])
+    func aClientDropsASubscriptionARefreshedTokenNoLongerAllows(transport: Transport) async throws {
         let rig = try await Rig.start()
         let ivy = uniqueUser("ivy"), jo = uniqueUser("jo")
         let secret = Self.secret
         let wide = try await TestTokens.mint(user: ivy, ttl: 2, secret: secret, subscribe: ["room.#", "#.{user}.#"])
-        let i = try await rig.client(ivy, direct: true, token: wide, transports: [.polling], getToken: {
+        let i = try await rig.client(ivy, direct: true, token: wide, transports: [transport], getToken: {
             try await TestTokens.mint(user: ivy, ttl: 600, secret: secret, subscribe: ["#.{user}.#"])
         })
         let j = try await rig.client(jo, direct: true)
@@ -308,11 +309,11 @@ struct WarrenClientTests {
         #expect(await roomEnded.value, "the refused subscription's deliveries end")
         // Refused while connecting: open again once the session without the room is in place
         // (live is at most once: what is published before that is not delivered).
-        #expect(await Self.state(of: i, within: .seconds(20)) { $0 == .open(.polling) })
+        #expect(await Self.state(of: i, within: .seconds(20)) { $0 == .open(transport) })
         _ = try await j.publish(room, "not for ivy any more")
         _ = try await j.publish("\(ivy).\(jo)", "still for ivy")
         #expect(try await mine.next("the message to ivy after the refresh").envelope.body == "still for ivy")
-        #expect(await i.state == .open(.polling))
+        #expect(await i.state == .open(transport))
         await i.close()
         await j.close()
         await rig.stop()

@@ -447,6 +447,17 @@ export class WarrenClient {
           this.subs.delete(sub.id);
           return sub.settle(error);
         }
+        if (sub && (f.code === "unavailable" || f.code === "rate_limited")) {
+          // A resubscription the node cannot take right now: asked again shortly.
+          const socket = this.socket;
+          setTimeout(() => {
+            if (this.socket === socket && socket && this.subs.get(sub.id) === sub) socket.send(JSON.stringify(sub.frame()));
+          }, 500 + Math.random() * 500);
+          return;
+        }
+        // A resubscription Warren refuses (a refreshed token's claim no longer allows it):
+        // it goes, with an error, as on the polling door, and is not asked again.
+        if (sub) this.subs.delete(sub.id);
         return this.emit("error", error);
       }
       default: return undefined;
