@@ -131,6 +131,25 @@ struct BrokerEndingTests {
         #expect(first.calls == ["publish alice.bob"] && second.calls == ["publish alice.bob"])
     }
 
+    /// A publish the broker nacks moves publishing to a fresh channel (RabbitMQ 3.10 can leave a
+    /// channel sending to a quorum queue's dead leader); the old one is closed once its confirms
+    /// are answered.
+    @Test func aNackedPublishMovesPublishingToAFreshChannel() async throws {
+        let first = FakeChannel("publish1"), second = FakeChannel("publish2")
+        let publisher = Publisher(channel: first, reopen: { second }, exchange: "chat", confirmTimeout: .milliseconds(1),
+                                  metrics: .disabled, logger: Logger(label: "test"))
+        let request = PublishRequest(routes: [try RouteKey("alice.bob")], multicast: false, type: "text", body: .string("hi"),
+                                     cid: nil, transient: false, headers: [])
+        first.nackPublishes()
+        await #expect(throws: ProtocolError.self) {
+            _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
+        }
+        #expect(await eventually { publisher.link.channel === second })
+        _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
+        #expect(second.calls == ["publish alice.bob"])
+        #expect(await eventually { first.calls == ["publish alice.bob", "close"] })
+    }
+
     /// `warren.store` deleted: the writer declares, binds and consumes it again, and what comes
     /// next is stored.
     @Test func theStoreConsumerIsSetUpAgainAfterTheBrokerCancelledIt() async throws {

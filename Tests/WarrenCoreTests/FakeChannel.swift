@@ -20,6 +20,7 @@ final class FakeChannel: BrokerChannel {
         var closed: AMQPError?
         var returns: [AsyncStream<AMQPReturnedMessage>.Continuation] = []
         var gate: CallGate?
+        var nacking = false
     }
     private let state = NIOLockedValueBox(State())
 
@@ -121,9 +122,11 @@ final class FakeChannel: BrokerChannel {
                       timeout: TimeAmount?) throws -> EventLoopPromise<Void> {
         try record("publish \(routingKey)")
         let promise = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
-        promise.succeed(())
+        if state.withLockedValue({ $0.nacking }) { promise.fail(AMQPError.publishNacked) } else { promise.succeed(()) }
         return promise
     }
+    /// Every publish from now on is nacked.
+    func nackPublishes() { state.withLockedValue { $0.nacking = true } }
     /// Ends when the channel is closed (``closeByBroker(_:)``), as an AMQP channel's does.
     func returns() -> AsyncStream<AMQPReturnedMessage> {
         let (stream, continuation) = AsyncStream<AMQPReturnedMessage>.makeStream()

@@ -1,3 +1,4 @@
+import AMQPClient
 import NIOCore
 
 /// Publishes written to the broker, awaiting their confirms.
@@ -66,6 +67,7 @@ public struct PendingPublish: Sendable {
     private func finish(_ failure: Error?, _ ids: [String], _ key: String?, _ cid: String?, _ from: String,
                         _ now: Int64) throws(ProtocolError) -> [String] {
         if let failure {
+            if case AMQPError.publishNacked? = failure as? AMQPError { publisher.nacked() }
             if let key { publisher.finishInFlight(key, with: nil) }
             throw ProtocolError(.unavailable, "the broker did not confirm the publish: \(failure)", ref: cid)
         }

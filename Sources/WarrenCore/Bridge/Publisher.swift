@@ -1,4 +1,5 @@
 import AMQPClient
+import Atomics
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -24,6 +25,12 @@ public final class Publisher: Sendable {
 
     /// Tells whether the broker has blocked publishing (a resource alarm).
     let blockedReason: @Sendable () -> String?
+    let logger: Logger
+    /// Whether a channel the broker closed is replaced.
+    let canReopen: Bool
+    let closedByBroker: @Sendable (AMQPError?) -> Void
+    /// When the publishing channel was last rotated after a nack (uptime nanoseconds).
+    private let lastRotation = ManagedAtomic<UInt64>(0)
 
     /// `reopen` opens a replacement confirm-mode channel when the broker closed the current one
     /// (nil: never replaced); `closedByBroker` hears why (a 404: the exchange is gone, ``ExchangeWatch``).
@@ -38,25 +45,53 @@ public final class Publisher: Sendable {
         self.confirmTimeout = confirmTimeout
         self.metrics = metrics
         self.dedup = NIOLockedValueBox(DedupCache())
-        // Publishes are mandatory: a message no queue was bound for comes back and is counted.
-        // The returns end when the channel closes: closed by the broker, it is replaced.
+        self.logger = logger
+        self.canReopen = reopen != nil
+        self.closedByBroker = closedByBroker
+        watch(channel)
+    }
+
+    /// Counts what the broker returns on `channel` (publishes are mandatory: a message no queue
+    /// was bound for comes back) until it closes; closed by the broker while current, it is
+    /// replaced and the new one watched.
+    private func watch(_ channel: any BrokerChannel) {
         Task {
-            var channel = channel
-            while true {
-                for await returned in channel.returns() {
-                    metrics.dropped(returned.routingKey, .unroutable)
-                }
-                guard reopen != nil, ReplaceableChannel.closedByBroker(channel) else { return }
-                closedByBroker(channel.closeReason)
-                logger.warning("the broker closed the publishing channel; opening another",
-                               metadata: ["reason": "\(channel.closeReason.map { "\($0)" } ?? "")"])
-                let closed = channel
-                guard let fresh = await BrokerRetry.untilDone("opening a publishing channel", logger: logger, {
-                    try await link.replace(closed)
-                }), fresh !== closed else { return }
-                logger.info("publishing channel replaced")
-                channel = fresh
+            for await returned in channel.returns() {
+                metrics.dropped(returned.routingKey, .unroutable)
             }
+            guard canReopen, ReplaceableChannel.closedByBroker(channel), link.channel === channel else { return }
+            closedByBroker(channel.closeReason)
+            logger.warning("the broker closed the publishing channel; opening another",
+                           metadata: ["reason": "\(channel.closeReason.map { "\($0)" } ?? "")"])
+            let link = link
+            guard let fresh = await BrokerRetry.untilDone("opening a publishing channel", logger: logger, {
+                try await link.replace(channel)
+            }), fresh !== channel else { return }
+            logger.info("publishing channel replaced")
+            watch(fresh)
+        }
+    }
+
+    /// A publish the broker nacked: the next ones go on a fresh channel (at most one a second),
+    /// and the old one is closed once its confirms are answered. RabbitMQ 3.10 (Debian's) gives
+    /// a channel's first publish to a quorum queue the leader its queue record names; when that
+    /// was during an election (the leader's node had just died, and the node had just failed
+    /// over), the channel kept sending to the dead leader and every publish routed to that queue
+    /// was nacked until the dead node came back — with the store's queue a quorum queue, every
+    /// publish of the node. A fresh channel asks again. A nack for another reason (an inbox
+    /// full under `overflow = "reject-publish"`) costs a channel open at most once a second.
+    func nacked() {
+        let now = NIODeadline.now().uptimeNanoseconds
+        let last = lastRotation.load(ordering: .relaxed)
+        guard now &- last >= 1_000_000_000,
+              lastRotation.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
+        let stale = link.channel
+        Task {
+            guard let fresh = try? await link.rotate(stale) else { return }
+            logger.info("the broker nacked a publish: publishing on a fresh channel")
+            watch(fresh)
+            try? await Task.sleep(for: confirmTimeout + .seconds(1))
+            try? await stale.close()
         }
     }
 

@@ -43,10 +43,26 @@ public final class ReplaceableChannel: Sendable {
     public func replace(_ closed: any BrokerChannel, knownClosed: Bool = false) async throws -> any BrokerChannel {
         let holder = current.load(ordering: .acquiring)
         guard holder.channel === closed, knownClosed || Self.closedByBroker(closed), let open else { return holder.channel }
-        let fresh = Holder(try await open())
-        let (exchanged, now) = current.compareExchange(expected: holder, desired: fresh, ordering: .acquiringAndReleasing)
-        if exchanged { return fresh.channel }
-        try? await fresh.channel.close()
-        return now.channel
+        return try await swap(holder, for: open()).now
+    }
+
+    /// Puts a freshly opened channel in place of `stale`, which the broker did not close but
+    /// which misbehaves (see ``Publisher``), and returns it; nil when `stale` is not the current
+    /// one any more or channels are never replaced. The caller closes `stale` once what is in
+    /// flight on it is answered.
+    public func rotate(_ stale: any BrokerChannel) async throws -> (any BrokerChannel)? {
+        let holder = current.load(ordering: .acquiring)
+        guard holder.channel === stale, let open else { return nil }
+        let (now, swapped) = try await swap(holder, for: open())
+        return swapped ? now : nil
+    }
+
+    /// `fresh` in place of `holder`'s channel, unless another caller replaced it first (then
+    /// `fresh` is closed); the channel to use now, and whether it is `fresh`.
+    private func swap(_ holder: Holder, for fresh: any BrokerChannel) async -> (now: any BrokerChannel, swapped: Bool) {
+        let (exchanged, now) = current.compareExchange(expected: holder, desired: Holder(fresh), ordering: .acquiringAndReleasing)
+        if exchanged { return (fresh, true) }
+        try? await fresh.close()
+        return (now.channel, false)
     }
 }
