@@ -40,6 +40,20 @@ import Testing
         }
     }
 
+    /// `inbox.queue_type` and `store.queue_type`: `auto` is quorum (replicated) when `amqp.url`
+    /// lists several brokers, classic for one; either may be set outright.
+    @Test func queueTypesFollowTheBrokerList() throws {
+        let one = try BridgeConfiguration.parse("")
+        #expect(one.inbox.queueType == "classic" && one.store.queueType == "classic")
+        let cluster = try BridgeConfiguration.parse("", environment: ["WARREN_AMQP_URL": "amqp://u:p@r1/%2f,amqp://u:p@r2/%2f"])
+        #expect(cluster.inbox.queueType == "quorum" && cluster.store.queueType == "quorum")
+        #expect(cluster.effectiveDescription.contains("queue_type = \"quorum\""))
+        let set = try BridgeConfiguration.parse("[store]\nqueue_type = \"quorum\"\n")
+        #expect(set.store.queueType == "quorum" && set.inbox.queueType == "classic")
+        let error = #expect(throws: ConfigError.self) { try BridgeConfiguration.parse("[store]\nqueue_type = \"stream\"\n") }
+        #expect(error?.key == "store.queue_type" && error?.line == 2)
+    }
+
     /// `http.cors_origin`: one origin, several, or "*"; a value no browser's `Origin` could match
     /// (a trailing slash, a path, no scheme) is refused instead of never matching.
     @Test func corsOriginsAreOrigins() throws {

@@ -19,7 +19,12 @@ struct ClusterSoakTests {
 
     @Test func acknowledgedMessagesSurviveBrokerNodesBeingKilled() async throws {
         try await RabbitCluster.run("start")
-        let environment = ["WARREN_INBOX_QUEUE_TYPE": "quorum", "WARREN_AMQP_RECONNECT_MAX_MS": "500",
+        // Both nodes write one store (PostgreSQL) from one store queue: every acknowledged
+        // message is kept too, whichever broker node holds the queue when it is killed.
+        let database = try await StoreTests.makeDatabase(.postgres)
+        let storeQueue = "soak.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let environment = ["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": database.url, "WARREN_STORE_QUEUE": storeQueue,
+                           "WARREN_INBOX_QUEUE_TYPE": "quorum", "WARREN_AMQP_RECONNECT_MAX_MS": "500",
                            "WARREN_AMQP_RECONNECT_INITIAL_MS": "50", "WARREN_LIMITS_PUBLISH_RATE": "0",
                            "WARREN_LIMITS_MAX_PENDING_PUBLISHES": "1000", "WARREN_AMQP_HEARTBEAT": "5",
                            "WARREN_ACL_PUBLISH": "#", "WARREN_INBOX_OVERFLOW": "reject-publish",
@@ -74,10 +79,13 @@ struct ClusterSoakTests {
                 // Live sockets keep receiving: a sentinel from each node reaches every listener.
                 for (i, listener) in listeners.enumerated() {
                     let sentinel = "after-\(k)-\(node)-\(i)"
-                    // Answered with an error (the broker link dropped again as it came back), the
-                    // client publishes again, as any client would: only a puback promises anything.
+                    // Answered with an error (the broker link dropped again as it came back, or
+                    // a quorum queue between leaders nacked it), the client publishes again after
+                    // a pause, as any client would (the libraries wait 0.5-1 s): only a puback
+                    // promises anything.
                     var answer: JSONValue?
-                    for _ in 0..<5 {
+                    for attempt in 0..<20 {
+                        if attempt > 0 { try? await Task.sleep(for: .milliseconds(500)) }
                         try? await listener.send(#"{"op":"pub","route":"\#(room)","body":"\#(sentinel)","cid":"\#(sentinel)"}"#)
                         // A puback names the cid in `cid`, an error in `ref` (DESIGN §4).
                         answer = await listener.next { ($0["cid"] ?? $0["ref"])?.stringValue == sentinel }
@@ -116,6 +124,15 @@ struct ClusterSoakTests {
             if missing == 0 { break }
             try await Task.sleep(for: .milliseconds(200))
         }
+        // Then the store: every acknowledged message in the route's history.
+        var unstored = Set(await ledger.acked)
+        let storeDeadline = ContinuousClock.now + .seconds(120)
+        while !unstored.isEmpty, ContinuousClock.now < storeDeadline {
+            if let kept = try? await Self.storedKeys(port: await cluster.directPort(0), user: subscribers[0], route: route) {
+                unstored.subtract(kept)
+            }
+            if !unstored.isEmpty { try await Task.sleep(for: .milliseconds(500)) }
+        }
         await done.append(true)
         await done.append(true)
         for t in subscriberTasks { await t.value }
@@ -128,12 +145,33 @@ struct ClusterSoakTests {
         if faultLog.contains(where: { $0.contains("NOT") || $0.contains("missed") }) {
             for (i, node) in await cluster.nodes.enumerated() { print("cluster soak: Warren node \(i)'s log:\n\(node.process.log)") }
         }
-        print("cluster soak: sent \(await ledger.sent), acked \(acked) (× \(subscribers.count) inboxes), delivered \(delivered), lost \(lost)")
+        print("cluster soak: sent \(await ledger.sent), acked \(acked) (× \(subscribers.count) inboxes), delivered \(delivered), lost \(lost), "
+              + "not stored \(unstored.count)")
         #expect(faultLog.filter { $0.contains("killed") }.count == kills, "\(faultLog)")
         #expect(faultLog.allSatisfy { !$0.contains("NOT") && !$0.contains("missed") }, "\(faultLog)")
         #expect(acked >= target)
         #expect(lost == 0)
+        #expect(unstored.count == 0, "acknowledged but not stored, the first: \(unstored.sorted().prefix(20))")
         await cluster.stopAll()
+        await database.remove()
         try? await RabbitCluster.run("stop")
+    }
+
+    /// The "p/n" keys of every message in `route`'s history, read page by page from the newest.
+    static func storedKeys(port: Int, user: String, route: String) async throws -> Set<String> {
+        var keys: Set<String> = []
+        var before: String?
+        repeat {
+            let r = try await HTTPTestClient.request(.GET, port: port, "/v1/history?user=\(user)&route=\(route)&limit=200"
+                                                     + (before.map { "&before=\($0)" } ?? ""))
+            guard r.status == 200, let page = r.json, let messages = page["messages"]?.arrayValue else {
+                throw SocketError(description: "history answered \(r.status): \(r.body)")
+            }
+            for m in messages {
+                if let p = m["body"]?["p"]?.stringValue, let n = m["body"]?["n"]?.intValue { keys.insert("\(p)/\(n)") }
+            }
+            before = page["more"]?.boolValue == true ? messages.first?["id"]?.stringValue : nil
+        } while before != nil
+        return keys
     }
 }

@@ -338,4 +338,35 @@ struct StoreTests {
         #expect(log.contains("unbound a pattern no longer configured from a store queue") && log.contains("not in store.patterns"),
                 "\(log)")
     }
+
+    /// `store.queue_type` decides the type of a store queue declared afresh (quorum here); a
+    /// queue already there of another type is used as it is (RabbitMQ refuses to declare it with
+    /// the new arguments), the start log says so, and messages are still stored.
+    @Test func aStoreQueueOfAnotherTypeIsUsedAsItIs() async throws {
+        let database = try await Self.makeDatabase(.sqlite)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let settings = ["WARREN_STORE_ENABLED": "true", "WARREN_STORE_QUEUE": queue, "WARREN_STORE_URL": database.url]
+        func type() throws -> String? {
+            let listed = try TestEnvironment.rabbitmqctl(["list_queues", "name", "type", "--quiet"])
+            return listed.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }.first { $0.first == queue }?.last
+        }
+        let first = try await WarrenInstance.start(settings.merging(["WARREN_STORE_QUEUE_TYPE": "quorum"]) { $1 })
+        let exchange = first.exchange
+        await first.stop()
+        let declared = try type()
+        let second = try await WarrenInstance.start(settings.merging(["WARREN_STORE_QUEUE_TYPE": "classic"]) { $1 }, exchange: exchange)
+        let alice = uniqueUser("alice"), room = "room.\(uniqueUser("r"))"
+        let poller = Poller(port: second.port, user: alice, session: "")
+        let id = try #require(try await poller.publish(#"{"route":"\#(room)","body":"kept"}"#)["id"]?.stringValue)
+        var stored = true
+        do { try await Self.awaitStored(second, user: alice, route: room, id: id) } catch { stored = false }
+        let log = second.process.log
+        let afterwards = try type()
+        await second.stop()
+        await database.remove()
+        try await Self.deleteQueue(queue)
+        #expect(declared == "quorum" && afterwards == "quorum", "\(String(describing: declared)), then \(String(describing: afterwards))")
+        #expect(stored)
+        #expect(log.contains("the store's queue was declared with other arguments and is used as it is"), "\(log)")
+    }
 }

@@ -24,7 +24,8 @@ extension ChannelSource {
     /// reason names another queue): the channels are shared, and one user's refused declaration
     /// closed the channel under other users' subscriptions in flight, each then answered
     /// `unavailable`. An error about `queue` itself is thrown.
-    func administering(queue: String, _ body: (any BrokerChannel) async throws -> Void) async throws {
+    @discardableResult
+    func administering<Result>(queue: String, _ body: (any BrokerChannel) async throws -> Result) async throws -> Result {
         var attempt = 0
         while true {
             do { return try await body(administration()) } catch AMQPError.channelClosed(let reason)

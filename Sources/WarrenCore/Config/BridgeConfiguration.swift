@@ -305,12 +305,7 @@ public struct BridgeConfiguration: Sendable {
         guard ["drop-head", "reject-publish"].contains(config.inbox.overflow) else {
             throw source.error("inbox", "overflow", "must be drop-head or reject-publish")
         }
-        let queueType = try source.string("inbox", "queue_type", default: "auto")
-        guard ["auto", "classic", "quorum"].contains(queueType) else {
-            throw source.error("inbox", "queue_type", "must be auto, classic or quorum")
-        }
-        // auto: quorum (replicated) when the node is given a cluster of brokers.
-        config.inbox.queueType = queueType == "auto" ? (config.amqp.urls.count > 1 ? "quorum" : "classic") : queueType
+        config.inbox.queueType = try source.queueType("inbox", brokers: config.amqp.urls.count)
 
         config.shutdownGrace = try source.int("shutdown", "grace", default: config.shutdownGrace, range: 1...600)
 
@@ -358,6 +353,7 @@ public struct BridgeConfiguration: Sendable {
         guard !config.store.queue.isEmpty, config.store.queue.utf8.count <= 255, !config.store.queue.hasPrefix("amq.") else {
             throw source.error("store", "queue", "must be a queue name of 1-255 bytes (not amq.*)")
         }
+        config.store.queueType = try source.queueType("store", brokers: config.amqp.urls.count)
         config.store.patterns = try source.stringArray("store", "patterns", default: config.store.patterns)
         guard !config.store.patterns.isEmpty else { throw source.error("store", "patterns", "must name at least one pattern") }
         for pattern in config.store.patterns where (try? TopicPattern(pattern)) == nil {
@@ -427,7 +423,7 @@ extension BridgeConfiguration {
                   "max_devices_per_user = \(limits.maxDevicesPerUser)", "publish_rate = \(limits.publishRate)",
                   "publish_burst = \(limits.publishBurst)", ""]
         lines += ["[store]", "enabled = \(store.enabled)", "url = \(q(StoreSettings.Backend(url: store.url)?.redacted ?? store.url))",
-                  "queue = \(q(store.queue))",
+                  "queue = \(q(store.queue))", "queue_type = \(q(store.queueType))",
                   "patterns = \(list(store.patterns))", "skip_types = \(list(store.skipTypes))",
                   "uncounted_types = \(list(store.uncountedTypes))", "max_age = \(q(DurationText.text(store.maxAgeSeconds)))",
                   "max_page = \(store.maxPage)", "batch_size = \(store.batchSize)", ""]

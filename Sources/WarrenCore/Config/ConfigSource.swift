@@ -103,6 +103,16 @@ struct ConfigSource {
 
     /// One string or a list of them (`key = "a"` or `key = ["a", "b"]`); the environment form
     /// is comma-separated.
+    /// A `queue_type` key: classic or quorum; `auto` (the default) is quorum (replicated) when
+    /// the node is given a cluster of brokers, classic for one.
+    mutating func queueType(_ section: String, brokers: Int) throws(ConfigError) -> String {
+        let queueType = try string(section, "queue_type", default: "auto")
+        guard ["auto", "classic", "quorum"].contains(queueType) else {
+            throw error(section, "queue_type", "must be auto, classic or quorum")
+        }
+        return queueType == "auto" ? (brokers > 1 ? "quorum" : "classic") : queueType
+    }
+
     mutating func stringOrArray(_ section: String, _ key: String, default value: [String]) throws(ConfigError) -> [String] {
         if environment[Self.envName(section, key)] == nil, let s = table[section]?.table?[key]?.string {
             consumed.insert("\(section).\(key)")

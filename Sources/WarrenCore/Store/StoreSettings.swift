@@ -20,6 +20,10 @@ public struct StoreSettings: Sendable, Equatable {
     /// The durable queue every node consumes (competing consumers) to write the store. Nodes
     /// sharing a database share it; a second deployment on the same broker names its own.
     public var queue = "warren.store"
+    /// Its type: `quorum` (replicated, what `auto` picks when `amqp.url` lists several brokers)
+    /// or `classic`. A classic queue is on one broker node: what is published while that node
+    /// is down is not stored.
+    public var queueType = "classic"
     /// The page size when a client names none.
     public static let defaultPage = 50
 

@@ -64,9 +64,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// Declares and binds `warren.store`, unbinds the patterns an earlier configuration bound it
     /// with, and starts consuming it.
     public func start() async throws {
+        let declared = try await declareQueue()
         let admin = try await channels.administration()
-        let declared = try await admin.queueDeclare(settings.queue, durable: true, exclusive: false, autoDelete: false, passive: false,
-                                                    arguments: ["x-queue-type": .string("classic")], recordForRecovery: false)
         if let warning = Self.sharingWarning(settings, otherConsumers: Int(declared.consumerCount)) {
             logger.warning("\(warning)", metadata: ["queue": "\(settings.queue)", "consumers": "\(declared.consumerCount)"])
         }
@@ -77,6 +76,32 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         consumer.withLockedValue { $0 = (true, nil) }
         let tag = try await channel.channel.startConsumer(queue: settings.queue, sink: self)
         consumer.withLockedValue { $0.tag = tag }
+    }
+
+    /// Declares `warren.store` as a `store.queue_type` queue. It used to be classic whatever
+    /// `amqp.url` listed: on a cluster it lived on one broker node, and what was published while
+    /// that node was down was acknowledged to the client and never stored (the cluster soak:
+    /// 6,548 of 21,190). A queue already there with other arguments (classic, declared by an
+    /// earlier Warren) is refused with a 406: it is used as it is (a passive declare), and the
+    /// node says why that matters; naming a new `store.queue` moves the store to a new one.
+    private func declareQueue() async throws -> QueueDeclareOk {
+        let (queue, arguments): (String, FieldTable) = (settings.queue, ["x-queue-type": .string(settings.queueType)])
+        do {
+            return try await channels.administering(queue: queue) {
+                try await $0.queueDeclare(queue, durable: true, exclusive: false, autoDelete: false, passive: false,
+                                          arguments: arguments, recordForRecovery: false)
+            }
+        } catch AMQPError.channelClosed(let reason) where reason.replyCode == ReplyCode.preconditionFailed {
+            let declared = try await channels.administering(queue: queue) {
+                try await $0.queueDeclare(queue, durable: true, exclusive: false, autoDelete: false, passive: true,
+                                          arguments: [:], recordForRecovery: false)
+            }
+            let text = "the store's queue was declared with other arguments and is used as it is"
+                + (settings.queueType == "quorum" ? ": if it is a classic queue, what is published while its broker node is down is not stored; " : "; ")
+                + "to have a \(settings.queueType) queue, set store.queue to a new name (the old queue is unbound; delete it once it is empty)"
+            logger.warning("\(text)", metadata: ["queue": "\(queue)", "broker": "\(reason.replyText)"])
+            return declared
+        }
     }
 
     /// Unbinds from `warren.store` the patterns the store records it was bound with that are no
