@@ -18,6 +18,9 @@ struct DeployFilesTests {
         let start = try #require(lines.firstIndex { $0.trimmingCharacters(in: .whitespaces) == "bridge.toml: |" })
         let block = lines[(start + 1)...].prefix { $0.hasPrefix("    ") || $0.isEmpty }.map { String($0.dropFirst(4)) }
         #expect(block.contains("[amqp]"), "\(block)")
+        // One Service name in front of a cluster: the replicated queue types are set outright.
+        let toml = block.joined(separator: "\n")
+        #expect(toml.contains("[inbox]\nqueue_type = \"quorum\"") && toml.contains("[store]\nqueue_type = \"quorum\""), "\(toml)")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("warren-k8s-\(UUID().uuidString).toml")
         try block.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
