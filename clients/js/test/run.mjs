@@ -188,7 +188,10 @@ if (args.browser) {
         control: (action) => fetch(ctl + "/control/" + action).then((r) => { if (!r.ok) throw new Error("control " + action + ": " + r.status); }),
       });
       const results = [];
-      await runAll(env, (name, error) => results.push({ name, error: error ? String(error.stack || error) : null }));
+      await runAll(env, (name, error) => {
+        results.push({ name, error: error ? String(error.stack || error) : null });
+        console.log((error ? "case failed: " : "case passed: ") + name);
+      });
       return JSON.stringify(results);
     })()`;
     const answer = await call("Runtime.evaluate", { expression, awaitPromise: true, returnByValue: true });
