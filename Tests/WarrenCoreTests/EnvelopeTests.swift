@@ -126,6 +126,18 @@ import Testing
         #expect(tp.deliveryMode == 1 && tp.expiration == "0")
     }
 
+    /// A back end names itself (`from` header, app id, an envelope body's `from`); a name with a
+    /// control character is not believed, and the next one, or "amqp", is taken.
+    @Test func aSenderNameWithAControlCharacterIsNotBelieved() {
+        let nul = "back\u{0}end"
+        #expect(Envelope.isValidSender("billing service") && !Envelope.isValidSender(nul) && !Envelope.isValidSender("")
+                && !Envelope.isValidSender(String(repeating: "s", count: 256)))
+        #expect(Self.translate("x", BasicProperties(headers: ["from": .string(nul)], appID: "billing"))?.from == "billing")
+        #expect(Self.translate("x", BasicProperties(headers: ["from": .string(nul)], appID: "bad\u{7F}"))?.from == "amqp")
+        #expect(Self.translate(#"{"v":1,"from":"back\u0000end","body":"hi"}"#, BasicProperties(appID: "crm"))?.from == "crm")
+        #expect(Self.translate(#"{"v":1,"from":"Billing Service","body":"hi"}"#, BasicProperties())?.from == "Billing Service")
+    }
+
     @Test func warrensOwnPublishesPassThrough() {
         let bytes = EnvelopeTests.sample.encoded()
         guard case .passthrough(let b) = EnvelopeAMQPMapping.incoming(

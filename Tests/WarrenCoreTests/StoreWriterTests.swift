@@ -58,6 +58,25 @@ struct StoreWriterTests {
         #expect(store.batches.flatMap { $0 }.count == 1)
     }
 
+    /// A routing key that is no route (no client could ask its history; a NUL in it would stop
+    /// PostgreSQL from taking the batch), and Warren's own mark with a `from` header holding a
+    /// NUL, are acked and not kept; a back end's NUL `from` is kept under a name it may have.
+    @Test func whatNoRouteOrNameCouldBeIsNotKeptAsItCame() async throws {
+        let store = FakeStore()
+        let (_, channel, consumer) = try await Self.writer(store)
+        channel.deliver(to: consumer, routingKey: "alice.bob\u{0}x", body: "no route")
+        channel.deliver(to: consumer, routingKey: "alice bob", body: "no route either")
+        let own = EnvelopeTests.sample
+        var forged = EnvelopeAMQPMapping.properties(for: own)
+        forged.headers?["from"] = .string("al\u{0}ice")
+        channel.deliver(to: consumer, routingKey: own.route, body: String(decoding: own.encoded(), as: UTF8.self), properties: forged)
+        #expect(Self.acks(channel) == ["ack 1", "ack 2", "ack 3"])
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "kept",
+                        properties: BasicProperties(headers: ["from": .string("svc\u{0}")], appID: "billing"))
+        #expect(await eventually { Self.acks(channel).count == 4 })
+        #expect(store.batches.flatMap { $0 }.map(\.sender) == ["billing"])
+    }
+
     /// `store.patterns` narrowed (`#` to `room.#`): the queue is durable and kept `#`, so every
     /// conversation went on being kept. The store records what the queue was bound with; the
     /// next start unbinds what is no longer configured, and whatever a binding nobody recorded

@@ -302,6 +302,34 @@ struct StoreTests {
         #expect(!firstWarned, "the first node had the queue to itself: \(first.process.log)")
     }
 
+    /// A back end's message with a NUL character where the store keeps a column (PostgreSQL's
+    /// text cannot hold one): in a `from` header, in an envelope body's `from`, in a routing key.
+    /// None may stop the store (a batch refused by the database was written again forever,
+    /// and nothing after it was kept): the message after them is kept.
+    @Test(arguments: StoreBackend.allCases) func aBackEndsMessageWithANulCharacterDoesNotStopTheStore(_ backend: StoreBackend) async throws {
+        try await Self.withStoreNode(backend) { node in
+            let alice = uniqueUser("alice"), room = "room.\(uniqueUser("r"))"
+            let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+            let channel = try await connection.openChannel()
+            try await channel.publish("nul in the from header", exchange: node.exchange, routingKey: room,
+                                      properties: BasicProperties(headers: ["from": .string("back\u{0}end")]))
+            try await channel.publish(#"{"v":1,"from":"back\u0000end","body":"nul in the envelope's from"}"#, exchange: node.exchange,
+                                      routingKey: room, properties: BasicProperties(contentType: "application/json"))
+            try await channel.publish("nul in the route", exchange: node.exchange, routingKey: "\(room)\u{0}x", properties: BasicProperties())
+            let sentinel = UUIDv7Generator().next(nowMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
+            try await channel.publish("after", exchange: node.exchange, routingKey: room,
+                                      properties: BasicProperties(messageID: sentinel, appID: "billing"))
+            await connection.close()
+            try await Self.awaitStored(node, user: alice, route: room, id: sentinel)
+            let messages = try await Self.history(node, user: alice, "route=\(room)").json?["messages"]?.arrayValue ?? []
+            // (In no set order: the sentinel's id is the test's, the others' the store's.)
+            let from = Dictionary(messages.compactMap { m in m["body"]?.stringValue.map { ($0, m["from"]?.stringValue ?? "") } }) { a, _ in a }
+            #expect(Set(from.keys) == ["nul in the from header", "nul in the envelope's from", "after"], "\(messages)")
+            // A name with a control character is not believed: the back end is named as one that gave none.
+            #expect(from["nul in the from header"] == "amqp" && from["nul in the envelope's from"] == "amqp", "\(messages)")
+        }
+    }
+
     /// `store.patterns` narrowed between two starts (`#` to `room.#`, to stop keeping private
     /// conversations): the second start unbinds `#` from the durable store queue, and a private
     /// message published after it is not kept while the room's is.

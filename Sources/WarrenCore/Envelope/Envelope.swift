@@ -87,6 +87,14 @@ public struct Envelope: Sendable, Equatable {
         return n >= 1 && n <= maxWordBytes && s.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
     }
 
+    /// `from` as an AMQP back end names itself (a header, its app id, an envelope body's field):
+    /// 1–255 bytes, no control characters. Warren stamps users' own; this keeps a back end's
+    /// NUL out of the store (PostgreSQL's text cannot hold one) and out of clients' names.
+    public static func isValidSender(_ s: String) -> Bool {
+        let n = s.utf8.count
+        return n >= 1 && n <= RouteKey.maxBytes && s.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F }
+    }
+
     /// Validates and returns `headers`: a flat object of strings, at most 32 entries.
     public static func parseHeaders(_ value: JSONValue?) throws(EnvelopeError) -> [(key: String, value: String)] {
         guard let value, value != .null else { return [] }

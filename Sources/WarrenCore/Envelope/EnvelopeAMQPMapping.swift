@@ -56,7 +56,15 @@ public enum EnvelopeAMQPMapping {
             return .passthrough(body)
         }
         let bytes = body.readableBytesView
-        let fallbackFrom = properties.headers?["from"]?.stringValue ?? properties.appID ?? "amqp"
+        // A name with a control character (a NUL, say) is not believed.
+        let fallbackFrom: String
+        if let header = properties.headers?["from"]?.stringValue, Envelope.isValidSender(header) {
+            fallbackFrom = header
+        } else if let app = properties.appID, Envelope.isValidSender(app) {
+            fallbackFrom = app
+        } else {
+            fallbackFrom = "amqp"
+        }
         let propertyID = properties.messageID.flatMap(UUIDv7Generator.canonical)
         let propertyTS = properties.timestamp.flatMap(milliseconds)
 
@@ -68,7 +76,7 @@ public enum EnvelopeAMQPMapping {
                 id: json["id"]?.stringValue.flatMap(UUIDv7Generator.canonical) ?? propertyID ?? newID(),
                 route: routingKey,
                 type: Envelope.isValidType(type) ? type : "raw",
-                from: json["from"]?.stringValue ?? fallbackFrom,
+                from: json["from"]?.stringValue.flatMap { Envelope.isValidSender($0) ? $0 : nil } ?? fallbackFrom,
                 via: .amqp,
                 ts: json["ts"]?.intValue ?? propertyTS ?? nowMilliseconds,
                 body: body,

@@ -282,17 +282,20 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     }
 
     /// What is kept of a delivery, or nil when it is not kept (transient, or a skipped type; the
-    /// queue's bindings already leave out routes outside `store.patterns`).
+    /// queue's bindings already leave out routes outside `store.patterns`; a routing key that is
+    /// no route, which no client could ask the history of).
     /// `own`: Warren's own publish, kept as it came.
     static func storedMessage(_ delivery: AMQPMessage, settings: StoreSettings, ids: UUIDv7Generator) -> (message: StoredMessage, own: Bool)? {
         let properties = delivery.properties
         if properties.expiration == "0" { return nil }
+        var route = delivery.routingKey
+        guard route.withUTF8(TopicMatcher.isValidKey) else { return nil }
         let now = WallClock.milliseconds()
         switch EnvelopeAMQPMapping.incoming(body: delivery.body, properties: properties, routingKey: delivery.routingKey,
                                             nowMilliseconds: now, newID: { ids.next(nowMilliseconds: UInt64(now)) }) {
         case .passthrough(let bytes):
             // Warren's own publish: the columns ride in the properties; the body is the envelope.
-            guard let id = properties.messageID, let sender = properties.headers?["from"]?.stringValue,
+            guard let id = properties.messageID, let sender = properties.headers?["from"]?.stringValue, Envelope.isValidSender(sender),
                   let type = properties.type, settings.keeps(type: type, transient: false) else { return nil }
             return (StoredMessage(id: id, route: delivery.routingKey, sender: sender, type: type,
                                   ts: EnvelopeAMQPMapping.acceptedAt(properties) ?? now,
