@@ -8,7 +8,8 @@
 #   scripts/soak.sh cluster [messages, default 100000] [rounds, default 2]
 #     A local 3-node RabbitMQ cluster (scripts/rabbitmq.sh cluster), two Warren nodes given
 #     all three brokers, the same publishers; each round SIGKILLs every broker node in turn
-#     (the kills spread over the messages) and restarts it.
+#     (the kills spread over the messages) and restarts it; both nodes write one PostgreSQL
+#     store (scripts/postgres.sh), and every acknowledged message must be in it.
 #
 # Each prints its figures (sent, acked, delivered, lost, …) and fails on any loss.
 # The default suite (scripts/test.sh) runs the short forms.
@@ -17,6 +18,7 @@ cd "$(dirname "$0")/.."
 scripts/rabbitmq.sh start
 rm -f /tmp/warren-soak.log
 if [[ "${1:-}" == "cluster" ]]; then
+  scripts/postgres.sh start
   trap 'scripts/rabbitmq.sh cluster stop >/dev/null 2>&1 || true' EXIT
   WARREN_CLUSTER_SOAK_MESSAGES="${2:-100000}" WARREN_CLUSTER_SOAK_ROUNDS="${3:-2}" \
     swift test --no-parallel --filter ClusterSoakTests 2>&1 | grep -E "^(cluster soak|✘|✔ Test)"

@@ -11,7 +11,8 @@ import NIOCore
 /// confirmed every route of it; the `(from, cid)` cache makes a retried send
 /// return the first ids instead of publishing twice. When the broker closes the
 /// channel with a channel error, the sends on it are answered `unavailable` and a
-/// new channel takes its place (``ReplaceableChannel``).
+/// new channel takes its place (``ReplaceableChannel``); a nack moves publishing to a fresh
+/// channel too (``nacked()``).
 public final class Publisher: Sendable {
     let link: ReplaceableChannel
     let exchange: String
