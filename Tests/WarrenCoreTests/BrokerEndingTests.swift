@@ -150,6 +150,30 @@ struct BrokerEndingTests {
         #expect(await eventually { first.calls == ["publish alice.bob", "close"] })
     }
 
+    /// A send that was not confirmed, retried with its cid, is published with the ids its first
+    /// try gave each route: what of the first try reached a queue (a message routed to several
+    /// queues is nacked when one refuses it) comes again as the same message, not a new one.
+    @Test func aRetryOfAnUnconfirmedSendKeepsItsIDs() async throws {
+        let first = FakeChannel("publish1"), second = FakeChannel("publish2")
+        let publisher = Publisher(channel: first, reopen: { second }, exchange: "chat", confirmTimeout: .milliseconds(1),
+                                  metrics: .disabled, logger: Logger(label: "test"))
+        let request = PublishRequest(routes: [try RouteKey("alice.bob"), try RouteKey("alice.carol")], multicast: true, type: "text",
+                                     body: .string("hi"), cid: "c1", transient: false, headers: [])
+        first.nackPublishes()
+        await #expect(throws: ProtocolError.self) {
+            _ = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
+        }
+        #expect(await eventually { publisher.link.channel === second })
+        let ids = try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536)
+        #expect(first.messageIDs == ids && second.messageIDs == ids, "\(first.messageIDs) then \(second.messageIDs)")
+        // Confirmed now: a third try is answered with those ids, publishing nothing.
+        #expect(try await publisher.publish(request, from: "alice", via: .ws, maxMessageBytes: 65536) == ids)
+        #expect(second.messageIDs.count == 2)
+        // Another sender's same cid is another send.
+        let bobs = try await publisher.publish(request, from: "bob", via: .ws, maxMessageBytes: 65536)
+        #expect(Set(bobs).isDisjoint(with: ids))
+    }
+
     /// `warren.store` deleted: the writer declares, binds and consumes it again, and what comes
     /// next is stored.
     @Test func theStoreConsumerIsSetUpAgainAfterTheBrokerCancelledIt() async throws {

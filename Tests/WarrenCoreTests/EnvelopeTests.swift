@@ -246,6 +246,17 @@ extension EnvelopeAMQPMapping.Incoming {
 }
 
 @Suite struct DedupCacheTests {
+
+    @Test func anUnconfirmedSendsIDsAreRememberedUntilOneIsConfirmed() {
+        var c = DedupCache(ttlMilliseconds: 1000, capacity: 10)
+        c.rememberAttempt(from: "alice", cid: "c1", routes: ["a.b", "a.c"], ids: ["i1", "i2"], nowMilliseconds: 0)
+        #expect(c.earlier(from: "alice", cid: "c1", nowMilliseconds: 1) == .attempted(["a.b": "i1", "a.c": "i2"]))
+        #expect(c.lookup(from: "alice", cid: "c1", nowMilliseconds: 1) == nil, "not confirmed: not answered from the cache")
+        c.remember(from: "alice", cid: "c1", ids: ["i1", "i2"], nowMilliseconds: 2)
+        c.rememberAttempt(from: "alice", cid: "c1", routes: ["a.b"], ids: ["i9"], nowMilliseconds: 3)
+        #expect(c.earlier(from: "alice", cid: "c1", nowMilliseconds: 4) == .confirmed(["i1", "i2"]), "a confirmed send stays so")
+        #expect(c.earlier(from: "alice", cid: "c1", nowMilliseconds: 1000) == nil)
+    }
     @Test func remembersForTheTTLThenForgets() {
         var c = DedupCache(ttlMilliseconds: 1000, capacity: 10)
         c.remember(from: "alice", cid: "c1", ids: ["id1"], nowMilliseconds: 0)

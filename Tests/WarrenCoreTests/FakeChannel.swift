@@ -21,6 +21,7 @@ final class FakeChannel: BrokerChannel {
         var returns: [AsyncStream<AMQPReturnedMessage>.Continuation] = []
         var gate: CallGate?
         var nacking = false
+        var messageIDs: [String] = []
     }
     private let state = NIOLockedValueBox(State())
 
@@ -122,9 +123,15 @@ final class FakeChannel: BrokerChannel {
                       timeout: TimeAmount?) throws -> EventLoopPromise<Void> {
         try record("publish \(routingKey)")
         let promise = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
-        if state.withLockedValue({ $0.nacking }) { promise.fail(AMQPError.publishNacked) } else { promise.succeed(()) }
+        let nacking = state.withLockedValue { s in
+            s.messageIDs.append(properties.messageID ?? "")
+            return s.nacking
+        }
+        if nacking { promise.fail(AMQPError.publishNacked) } else { promise.succeed(()) }
         return promise
     }
+    /// The message ids of the publishes, in order.
+    var messageIDs: [String] { state.withLockedValue { $0.messageIDs } }
     /// Every publish from now on is nacked.
     func nackPublishes() { state.withLockedValue { $0.nacking = true } }
     /// Ends when the channel is closed (``closeByBroker(_:)``), as an AMQP channel's does.

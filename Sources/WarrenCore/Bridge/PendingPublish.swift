@@ -68,6 +68,7 @@ public struct PendingPublish: Sendable {
                         _ now: Int64) throws(ProtocolError) -> [String] {
         if let failure {
             if case AMQPError.publishNacked? = failure as? AMQPError { publisher.nacked() }
+            if let cid { publisher.rememberAttempt(from: from, cid: cid, routes: sent.map(\.route), ids: ids, now: now) }
             if let key { publisher.finishInFlight(key, with: nil) }
             throw ProtocolError(.unavailable, "the broker did not confirm the publish: \(failure)", ref: cid)
         }

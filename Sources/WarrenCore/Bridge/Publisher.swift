@@ -108,9 +108,16 @@ public final class Publisher: Sendable {
     public func submit(_ request: PublishRequest, from: String, via: Via, maxMessageBytes: Int,
                        nowMilliseconds: Int64 = WallClock.milliseconds()) throws(ProtocolError) -> PendingPublish {
         var dedupKey: String?
+        // Ids an earlier unconfirmed try of this (from, cid) gave its routes: given again.
+        var earlierIDs: [String: String] = [:]
         if let cid = request.cid {
-            if let ids = dedup.withLockedValue({ $0.lookup(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
+            switch dedup.withLockedValue({ $0.earlier(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
+            case .confirmed(let ids)?:
                 return PendingPublish(publisher: self, state: .done(ids), sent: [], via: via, started: ContinuousClock.now)
+            case .attempted(let ids)?:
+                earlierIDs = ids
+            case nil:
+                break
             }
             let key = DedupCache.key(from: from, cid: cid)
             let joining: Bool = inFlight.withLockedValue { s in
@@ -126,7 +133,8 @@ public final class Publisher: Sendable {
         }
         var envelopes: [(Envelope, [UInt8])] = []
         for route in request.routes {
-            let envelope = Envelope(id: ids.next(nowMilliseconds: UInt64(nowMilliseconds)), route: route.value, type: request.type,
+            let envelope = Envelope(id: earlierIDs[route.value] ?? ids.next(nowMilliseconds: UInt64(nowMilliseconds)), route: route.value,
+                                    type: request.type,
                                     from: from, via: via, ts: nowMilliseconds, body: request.body, cid: request.cid,
                                     transient: request.transient, headers: request.headers)
             let bytes = envelope.encoded()
@@ -178,5 +186,9 @@ public final class Publisher: Sendable {
 
     func remember(from: String, cid: String, ids: [String], now: Int64) {
         dedup.withLockedValue { $0.remember(from: from, cid: cid, ids: ids, nowMilliseconds: now) }
+    }
+
+    func rememberAttempt(from: String, cid: String, routes: [String], ids: [String], now: Int64) {
+        dedup.withLockedValue { $0.rememberAttempt(from: from, cid: cid, routes: routes, ids: ids, nowMilliseconds: now) }
     }
 }

@@ -5,9 +5,21 @@
 /// Bounded: when full, the oldest entries go first. A value type; the owner
 /// serialises access.
 public struct DedupCache: Sendable {
+    /// What is remembered of an earlier send with a `(from, cid)`.
+    public enum Earlier: Sendable, Equatable {
+        /// Confirmed: its ids, handed back instead of a second publish.
+        case confirmed([String])
+        /// Not confirmed (nacked, timed out, the broker link lost): the id each route was given,
+        /// given again when the client retries. What of it did reach a queue (a message routed
+        /// to several queues is nacked when one refuses it: a full inbox under
+        /// `overflow = "reject-publish"`) then comes again as the same message, which the store
+        /// keeps once and clients and inboxes recognise, instead of as a new one each retry.
+        case attempted([String: String])
+    }
+
     public let ttlMilliseconds: Int64
     public let capacity: Int
-    private var entries: [String: (ids: [String], expires: Int64)] = [:]
+    private var entries: [String: (earlier: Earlier, expires: Int64)] = [:]
     private var order: [(key: String, expires: Int64)] = []
     private var head = 0
 
@@ -20,16 +32,34 @@ public struct DedupCache: Sendable {
 
     static func key(from: String, cid: String) -> String { from + "\u{0}" + cid }
 
-    /// The ids of an earlier send with this `(from, cid)`, if it is still remembered.
-    public mutating func lookup(from: String, cid: String, nowMilliseconds: Int64) -> [String]? {
+    /// An earlier send with this `(from, cid)`, if it is still remembered.
+    public mutating func earlier(from: String, cid: String, nowMilliseconds: Int64) -> Earlier? {
         expire(nowMilliseconds)
         guard let e = entries[Self.key(from: from, cid: cid)], e.expires > nowMilliseconds else { return nil }
-        return e.ids
+        return e.earlier
     }
 
+    /// The ids of an earlier confirmed send with this `(from, cid)`, if it is still remembered.
+    public mutating func lookup(from: String, cid: String, nowMilliseconds: Int64) -> [String]? {
+        if case .confirmed(let ids)? = earlier(from: from, cid: cid, nowMilliseconds: nowMilliseconds) { return ids }
+        return nil
+    }
+
+    /// A confirmed send.
     public mutating func remember(from: String, cid: String, ids: [String], nowMilliseconds: Int64) {
-        expire(nowMilliseconds)
+        store(.confirmed(ids), key: Self.key(from: from, cid: cid), nowMilliseconds)
+    }
+
+    /// A send that was not confirmed: the id given to each of its routes (unless a confirmed
+    /// one is remembered).
+    public mutating func rememberAttempt(from: String, cid: String, routes: [String], ids: [String], nowMilliseconds: Int64) {
         let key = Self.key(from: from, cid: cid)
+        if case .confirmed? = entries[key]?.earlier { return }
+        store(.attempted(Dictionary(zip(routes, ids)) { first, _ in first }), key: key, nowMilliseconds)
+    }
+
+    private mutating func store(_ earlier: Earlier, key: String, _ nowMilliseconds: Int64) {
+        expire(nowMilliseconds)
         let expires = nowMilliseconds + ttlMilliseconds
         if entries[key] == nil {
             while entries.count >= capacity, head < order.count {
@@ -38,7 +68,7 @@ public struct DedupCache: Sendable {
             }
             order.append((key, expires))
         }
-        entries[key] = (ids, entries[key]?.expires ?? expires)
+        entries[key] = (earlier, entries[key]?.expires ?? expires)
     }
 
     private mutating func expire(_ now: Int64) {
