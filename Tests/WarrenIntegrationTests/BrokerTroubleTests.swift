@@ -138,6 +138,52 @@ struct BrokerTroubleTests {
         _ = await s.close()
     }
 
+    /// A publish routed to a full inbox under `overflow = "reject-publish"` and to another
+    /// subscriber is nacked; each retry with its cid reaches the other as the same message (its
+    /// first try's id), not as a new message per retry.
+    @Test func aRetriedPublishAFullInboxRefusedReachesOthersAsOneMessage() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_INBOX_MAX_LENGTH": "1", "WARREN_INBOX_OVERFLOW": "reject-publish",
+                                                     "WARREN_INBOX_PREFETCH": "1"])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob"), carol = uniqueUser("carol")
+        let b = try await Poller.open(port: warren.port, user: bob, subscriptions: ##"[{"id":"l","pattern":"#.\##(bob).#","mode":"live"}]"##,
+                                      device: "d")
+        _ = try await Poller.open(port: warren.port, user: carol, subscriptions: ##"[{"id":"i","pattern":"#.\##(carol).#","mode":"inbox"}]"##,
+                                  device: "d")
+        let a = Poller(port: warren.port, user: alice, session: "")
+        // carol's inbox filled until the broker refuses a message (one held by the node, at
+        // prefetch 1, and one ready make it full).
+        var full = false
+        for n in 0..<5 where !full {
+            let r = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
+                                                     body: #"{"route":"\#(alice).\#(carol)","body":"fill \#(n)"}"#)
+            full = r.status == 503
+        }
+        #expect(full)
+        var answers: [Int] = []
+        for _ in 0..<3 {
+            let r = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
+                                                     body: #"{"route":"\#(alice).\#(bob).\#(carol)","body":"hi","cid":"c1"}"#)
+            answers.append(r.status)
+        }
+        // A sentinel to bob after them: all that came before it has arrived.
+        _ = try await a.publish(#"{"route":"\#(alice).\#(bob)","body":"sentinel"}"#)
+        var bodies: [(body: String, id: String)] = []
+        var cursor: String?
+        for _ in 0..<10 where !bodies.contains(where: { $0.body == "sentinel" }) {
+            let (messages, next) = try await b.poll(wait: 5, ack: cursor)
+            cursor = next
+            bodies += messages.compactMap { m in
+                guard let env = m["env"], let body = env["body"]?.stringValue, let id = env["id"]?.stringValue else { return nil }
+                return (body, id)
+            }
+        }
+        #expect(answers == [503, 503, 503], "\(answers)")
+        let his = bodies.filter { $0.body == "hi" }
+        #expect(!his.isEmpty && Set(his.map(\.id)).count == 1, "\(bodies)")
+        #expect(bodies.last?.body == "sentinel", "\(bodies)")
+    }
+
     /// A client holds an inbox delivery and never acks it. With the broker's `consumer_timeout`
     /// shortened to 3 s and one consumption channel for every inbox on the node, RabbitMQ would
     /// close that channel — ending another client's inbox too. Warren hands the delivery back
