@@ -32,6 +32,7 @@ public final class Publisher: Sendable {
     let closedByBroker: @Sendable (AMQPError?) -> Void
     /// When the publishing channel was last rotated after a nack (uptime nanoseconds).
     private let lastRotation = ManagedAtomic<UInt64>(0)
+    private let rotationReported = OnceFlag()
 
     /// `reopen` opens a replacement confirm-mode channel when the broker closed the current one
     /// (nil: never replaced); `closedByBroker` hears why (a 404: the exchange is gone, ``ExchangeWatch``).
@@ -89,7 +90,10 @@ public final class Publisher: Sendable {
         let stale = link.channel
         Task {
             guard let fresh = try? await link.rotate(stale) else { return }
-            logger.info("the broker nacked a publish: publishing on a fresh channel")
+            // Once: a full inbox under reject-publish makes one a second for as long as it is full.
+            if rotationReported.first() {
+                logger.info("the broker nacked a publish: publishing on a fresh channel (said once; it happens at most once a second)")
+            }
             watch(fresh)
             try? await Task.sleep(for: confirmTimeout + .seconds(1))
             try? await stale.close()
