@@ -562,7 +562,9 @@ public actor WarrenClient {
             } else if let ref = f.ref, let entry = subscriptions[ref] {
                 resubscribed(ref)
                 if entry.ready, error.code == "unavailable" || error.code == "rate_limited" {
-                    // A resubscription the node cannot take right now: asked again shortly.
+                    // A subscription the node cannot serve right now (a resubscription it cannot
+                    // take yet, an inbox queue deleted on the broker): said, and asked for again shortly.
+                    errorContinuation.yield(error)
                     let asked = self.epoch
                     Task {
                         try? await Task.sleep(for: .milliseconds(Int.random(in: 500...1000)))

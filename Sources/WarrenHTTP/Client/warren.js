@@ -448,12 +448,13 @@ export class WarrenClient {
           return sub.settle(error);
         }
         if (sub && (f.code === "unavailable" || f.code === "rate_limited")) {
-          // A resubscription the node cannot take right now: asked again shortly.
+          // A subscription the node cannot serve right now (a resubscription it cannot take
+          // yet, an inbox queue deleted on the broker): said, and asked for again shortly.
           const socket = this.socket;
           setTimeout(() => {
             if (this.socket === socket && socket && this.subs.get(sub.id) === sub) socket.send(JSON.stringify(sub.frame()));
           }, 500 + Math.random() * 500);
-          return;
+          return this.emit("error", error);
         }
         // A resubscription Warren refuses (a refreshed token's claim no longer allows it):
         // it goes, with an error, as on the polling door, and is not asked again.
