@@ -27,7 +27,7 @@ enum DashboardPage {
     </style>
     </head>
     <body>
-    <header><h1>Warren</h1><span>broker link: <span id="link">…</span></span><span id="conns"></span><span id="subs"></span><span id="presence"></span></header>
+    <header><h1>Warren <small id="version"></small></h1><span>broker link: <span id="link">…</span></span><span id="conns"></span><span id="subs"></span><span id="presence"></span></header>
     <main id="cards"></main>
     <script>
     "use strict";
@@ -66,6 +66,7 @@ enum DashboardPage {
 
     function render(stats, dt) {
       const link = document.getElementById("link");
+      document.getElementById("version").textContent = stats.version || "";
       link.textContent = stats.amqp.up ? "up" : "down"; link.className = stats.amqp.up ? "up" : "down";
       link.textContent += " · " + stats.amqp.reconnects + " reconnects";
       document.getElementById("conns").textContent =

@@ -24,6 +24,7 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "warren")
+        logger.info("warren \(WarrenVersion.string) starting")
         if config.auth.mode == .none {
             logger.warning("auth.mode = \"none\": anyone can connect as any user (?user=). For development only.")
         }

@@ -20,6 +20,7 @@ import Testing
         #expect(cells?["messages"]?["ws_out"]?.intValue == 9, "\(String(decoding: metrics.statsJSON(), as: UTF8.self))")
         #expect(cells?["delivery_latency_ms"]?["count"]?.intValue == 9)
         #expect(cells?["delivery_latency_ms"]?["p99"]?.intValue == -1)
+        #expect(stats?["version"]?.stringValue == WarrenVersion.string)
     }
 
     /// A `ts` header that is no time (before 1970 or after 9999) is passed over for the AMQP

@@ -255,7 +255,9 @@ public final class WarrenMetrics: Sendable {
     /// `/v1/stats`: the same figures per route class as JSON.
     public func statsJSON() -> [UInt8] {
         var w = JSONWriter(capacity: 2048)
-        w.raw("{\"routes\":{")
+        w.raw("{\"version\":")
+        w.string(WarrenVersion.string)
+        w.raw(",\"routes\":{")
         for (c, name) in classes.enumerated() {
             if c > 0 { w.raw(",") }
             w.string(name)

@@ -1,0 +1,6 @@
+/// This build's version: `warren --version`, the first line of the start log, and `version` in
+/// `/v1/stats` (not a Prometheus label: DESIGN §7 keeps labels to bounded sets). Raised by hand
+/// with each release; a build from a checkout between releases says the last one.
+public enum WarrenVersion {
+    public static let string = "0.18.0"
+}
