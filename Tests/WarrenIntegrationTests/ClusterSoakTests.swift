@@ -4,8 +4,9 @@ import TestSupport
 import WarrenCore
 
 /// Issue 16: a RabbitMQ cluster losing nodes. Two Warren nodes, each given all three brokers
-/// (in a different order, so they start on different ones); inbox users on both; publishers
-/// over WebSocket, HTTP and AMQP (the AMQP one with the cluster's list too). Each broker node
+/// (in a different order, so they start on different ones); inbox users on both, two on
+/// WebSockets and one polling; publishers over WebSocket, HTTP and AMQP (the AMQP one with the
+/// cluster's list too). Each broker node
 /// in turn is killed with SIGKILL and started again: every publish a client was told
 /// succeeded reaches every inbox bound at publish time, live sockets keep receiving after
 /// each failover, and `/readyz` is back to 200 within 10 s of each kill.
@@ -34,16 +35,13 @@ struct ClusterSoakTests {
             ["WARREN_AMQP_URL": RabbitCluster.urls(from: 2).joined(separator: ",")],
         ])
         let ledger = SoakLedger()
-        let subscribers = [uniqueUser("clua"), uniqueUser("club")]
-        let route = "soak.\(subscribers[0]).\(subscribers[1])"
+        let subscribers = [uniqueUser("clua"), uniqueUser("club"), uniqueUser("clup")]
+        let route = "soak.\(subscribers.joined(separator: "."))"
         let done = Mailbox<Bool>()
         let faultsDone = Mailbox<Bool>()
 
         let ready = Mailbox<Bool>()
-        let subscriberTasks = subscribers.enumerated().map { k, user in
-            Task { await SoakTests.subscribe(user: user, home: k, cluster: cluster, ledger: ledger, ready: ready, done: done,
-                                             all: subscribers) }
-        }
+        let subscriberTasks = SoakTests.startSubscribers(subscribers, cluster: cluster, ledger: ledger, ready: ready, done: done)
         for _ in subscribers { #expect(await ready.next(timeout: .seconds(60)) == true) }
 
         // A live listener on each Warren node, and a sentinel after every failover.
@@ -133,8 +131,7 @@ struct ClusterSoakTests {
             }
             if !unstored.isEmpty { try await Task.sleep(for: .milliseconds(500)) }
         }
-        await done.append(true)
-        await done.append(true)
+        for _ in subscriberTasks { await done.append(true) }
         for t in subscriberTasks { await t.value }
         for l in listeners { _ = await l.close() }
 

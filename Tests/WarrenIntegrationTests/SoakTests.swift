@@ -22,7 +22,7 @@ func soakProgress(_ line: String) {
 }
 
 /// Issue 6, item 1: publishers on all three frontends send numbered messages to inbox
-/// subscribers on two nodes while the test kills a node, closes every broker connection,
+/// subscribers on two nodes (two on WebSockets, one long-polling) while the test kills a node, closes every broker connection,
 /// stops and starts RabbitMQ, and cuts client sockets mid-frame. Every publish a client was
 /// told succeeded must reach every subscriber's inbox, in publish order per publisher
 /// connection. `WARREN_SOAK_MESSAGES` sets the size (default: a short form for CI);
@@ -44,18 +44,16 @@ struct SoakTests {
                            "WARREN_INBOX_OVERFLOW": "reject-publish", "WARREN_INBOX_MAX_LENGTH": "1000000"]
         let cluster = try await SoakCluster.start(count: 2, environment: environment)
         let ledger = SoakLedger()
-        let subscribers = [uniqueUser("soaka"), uniqueUser("soakb")]
-        let route = "soak.\(subscribers[0]).\(subscribers[1])"
+        // Two inbox subscribers on WebSockets and one polling, on the same route.
+        let subscribers = [uniqueUser("soaka"), uniqueUser("soakb"), uniqueUser("soakp")]
+        let route = "soak.\(subscribers.joined(separator: "."))"
         let done = Mailbox<Bool>()           // publishers finished
         let faultsDone = Mailbox<Bool>()
         let started = ContinuousClock.now
 
         // Subscribers first: their inboxes are bound before anything is published.
         let ready = Mailbox<Bool>()
-        let subscriberTasks = subscribers.enumerated().map { k, user in
-            Task { await Self.subscribe(user: user, home: k, cluster: cluster, ledger: ledger, ready: ready, done: done,
-                                        all: subscribers) }
-        }
+        let subscriberTasks = Self.startSubscribers(subscribers, cluster: cluster, ledger: ledger, ready: ready, done: done)
         for _ in subscribers { #expect(await ready.next(timeout: .seconds(60)) == true) }
 
         let faults = Task { () -> [String] in
@@ -103,8 +101,7 @@ struct SoakTests {
             if missing == 0 { break }
             try await Task.sleep(for: .milliseconds(200))
         }
-        await done.append(true)
-        await done.append(true)
+        for _ in subscriberTasks { await done.append(true) }
         for t in subscriberTasks { await t.value }
 
         let acked = await ledger.acked.count
@@ -120,7 +117,23 @@ struct SoakTests {
         #expect(lost == 0)
         #expect(violations.isEmpty, "\(violations)")
         await cluster.stopAll()
-        for user in subscribers { _ = try? Broker.ctl("delete_queue", "warren.inbox.\(user).soak") }
+        for user in subscribers.dropLast() { _ = try? Broker.ctl("delete_queue", "warren.inbox.\(user).soak") }
+        _ = try? Broker.ctl("delete_queue", "warren.inbox.\(subscribers.last!).soakpoll")
+    }
+
+    /// The subscribers' tasks: the last of `users` polls, the others hold WebSockets; each has a
+    /// home node of its own (`ready` gets one value per subscriber once it is subscribed).
+    static func startSubscribers(_ users: [String], cluster: SoakCluster, ledger: SoakLedger, ready: Mailbox<Bool>,
+                                 done: Mailbox<Bool>) -> [Task<Void, Never>] {
+        users.enumerated().map { k, user in
+            Task {
+                if k == users.count - 1 {
+                    await poll(user: user, home: k, cluster: cluster, ledger: ledger, ready: ready, done: done)
+                } else {
+                    await subscribe(user: user, home: k, cluster: cluster, ledger: ledger, ready: ready, done: done, all: users)
+                }
+            }
+        }
     }
 
     /// Publishers: WebSocket ×2, HTTP ×2, AMQP ×1 (to `amqpBrokers`), each until its share of
@@ -175,6 +188,47 @@ struct SoakTests {
                 try? await socket.send(#"{"op":"ack","id":"\#(id)"}"#)
             }
             _ = await socket.close()
+        }
+    }
+
+    /// One inbox subscriber over long-polling, as a poller behind a load balancer would: one
+    /// session (made on its home node), each answer's cursor acked by the next poll, and when a
+    /// poll fails (its node killed, its socket cut, the broker link down) the same session polled
+    /// on the next node after a pause, until told the test is done. What a node leased and did
+    /// not see acked comes again (after `poll.lease`, or at once when the node's broker
+    /// connection went): recorded as a redelivery.
+    static func poll(user: String, home: Int, cluster: SoakCluster, ledger: SoakLedger, ready: Mailbox<Bool>,
+                     done: Mailbox<Bool>) async {
+        var poller: Poller?
+        var attempt = 0
+        var cursor: String?
+        while await done.pending == 0 {
+            let port = await cluster.port(home + attempt)
+            guard let p = poller else {
+                poller = try? await Poller.open(port: port, user: user,
+                                                subscriptions: ##"[{"id":"inbox","pattern":"#.\##(user).#","mode":"inbox"}]"##,
+                                                device: "soakpoll")
+                if poller != nil { await ready.append(true) } else {
+                    attempt += 1
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                continue
+            }
+            do {
+                let answer = try await p.poll(wait: 2, ack: cursor, on: port)
+                cursor = answer.cursor
+                for m in answer.messages {
+                    guard let env = m["env"], let id = env["id"]?.stringValue, let body = env["body"],
+                          let pub = body["p"]?.stringValue, let c = body["c"]?.intValue, let n = body["n"]?.intValue else { continue }
+                    await ledger.deliver(subscriber: user, id: id, p: pub, c: Int(c), n: Int(n),
+                                         redelivered: m["redelivered"] == .bool(true))
+                }
+            } catch {
+                // The cursor belongs to the node that answered it: acking it elsewhere is a no-op.
+                cursor = nil
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(200))
+            }
         }
     }
 
