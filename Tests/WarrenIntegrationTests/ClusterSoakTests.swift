@@ -143,7 +143,7 @@ struct ClusterSoakTests {
             for (i, node) in await cluster.nodes.enumerated() { print("cluster soak: Warren node \(i)'s log:\n\(node.process.log)") }
         }
         print("cluster soak: sent \(await ledger.sent), acked \(acked) (× \(subscribers.count) inboxes), delivered \(delivered), lost \(lost), "
-              + "not stored \(unstored.count)")
+              + "not stored \(unstored.count), order violations \(await ledger.orderViolations)")
         #expect(faultLog.filter { $0.contains("killed") }.count == kills, "\(faultLog)")
         #expect(faultLog.allSatisfy { !$0.contains("NOT") && !$0.contains("missed") }, "\(faultLog)")
         #expect(acked >= target)
