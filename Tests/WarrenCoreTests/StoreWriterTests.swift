@@ -59,8 +59,8 @@ struct StoreWriterTests {
     }
 
     /// A routing key that is no route (no client could ask its history; a NUL in it would stop
-    /// PostgreSQL from taking the batch), and Warren's own mark with a `from` header holding a
-    /// NUL, are acked and not kept; a back end's NUL `from` is kept under a name it may have.
+    /// PostgreSQL from taking the batch), and Warren's own mark with a `from` header or a `type`
+    /// holding a NUL, are acked and not kept; a back end's NUL `from` is kept under a name it may have.
     @Test func whatNoRouteOrNameCouldBeIsNotKeptAsItCame() async throws {
         let store = FakeStore()
         let (_, channel, consumer) = try await Self.writer(store)
@@ -70,10 +70,13 @@ struct StoreWriterTests {
         var forged = EnvelopeAMQPMapping.properties(for: own)
         forged.headers?["from"] = .string("al\u{0}ice")
         channel.deliver(to: consumer, routingKey: own.route, body: String(decoding: own.encoded(), as: UTF8.self), properties: forged)
-        #expect(Self.acks(channel) == ["ack 1", "ack 2", "ack 3"])
+        var forgedType = EnvelopeAMQPMapping.properties(for: own)
+        forgedType.type = "te\u{0}xt"
+        channel.deliver(to: consumer, routingKey: own.route, body: String(decoding: own.encoded(), as: UTF8.self), properties: forgedType)
+        #expect(Self.acks(channel) == ["ack 1", "ack 2", "ack 3", "ack 4"])
         channel.deliver(to: consumer, routingKey: "alice.bob", body: "kept",
                         properties: BasicProperties(headers: ["from": .string("svc\u{0}")], appID: "billing"))
-        #expect(await eventually { Self.acks(channel).count == 4 })
+        #expect(await eventually { Self.acks(channel).count == 5 })
         #expect(store.batches.flatMap { $0 }.map(\.sender) == ["billing"])
     }
 

@@ -303,7 +303,8 @@ struct StoreTests {
     }
 
     /// A back end's message with a NUL character where the store keeps a column (PostgreSQL's
-    /// text cannot hold one): in a `from` header, in an envelope body's `from`, in a routing key.
+    /// text cannot hold one): in a `from` header, in an envelope body's `from`, in a routing key,
+    /// in the type of a message bearing Warren's own mark.
     /// None may stop the store (a batch refused by the database was written again forever,
     /// and nothing after it was kept): the message after them is kept.
     @Test(arguments: StoreBackend.allCases) func aBackEndsMessageWithANulCharacterDoesNotStopTheStore(_ backend: StoreBackend) async throws {
@@ -316,6 +317,12 @@ struct StoreTests {
             try await channel.publish(#"{"v":1,"from":"back\u0000end","body":"nul in the envelope's from"}"#, exchange: node.exchange,
                                       routingKey: room, properties: BasicProperties(contentType: "application/json"))
             try await channel.publish("nul in the route", exchange: node.exchange, routingKey: "\(room)\u{0}x", properties: BasicProperties())
+            // Warren's own mark, which any publisher can set, with a NUL in the type: not kept.
+            let forgedID = UUIDv7Generator().next(nowMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
+            try await channel.publish(#"{"v":1,"id":"\#(forgedID)","route":"\#(room)","type":"text","from":"mallory","body":"nul in the type"}"#,
+                                      exchange: node.exchange, routingKey: room,
+                                      properties: BasicProperties(contentType: "application/json", headers: ["from": .string("mallory")],
+                                                                  messageID: forgedID, type: "te\u{0}xt", appID: "warren"))
             let sentinel = UUIDv7Generator().next(nowMilliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
             try await channel.publish("after", exchange: node.exchange, routingKey: room,
                                       properties: BasicProperties(messageID: sentinel, appID: "billing"))

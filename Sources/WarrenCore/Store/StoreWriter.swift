@@ -295,8 +295,10 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                                             nowMilliseconds: now, newID: { ids.next(nowMilliseconds: UInt64(now)) }) {
         case .passthrough(let bytes):
             // Warren's own publish: the columns ride in the properties; the body is the envelope.
+            // Any AMQP publisher can set that mark, so the columns are checked as a back end's
+            // fields are (a NUL in one would stop PostgreSQL from taking the batch).
             guard let id = properties.messageID, let sender = properties.headers?["from"]?.stringValue, Envelope.isValidSender(sender),
-                  let type = properties.type, settings.keeps(type: type, transient: false) else { return nil }
+                  let type = properties.type, Envelope.isValidType(type), settings.keeps(type: type, transient: false) else { return nil }
             return (StoredMessage(id: id, route: delivery.routingKey, sender: sender, type: type,
                                   ts: EnvelopeAMQPMapping.acceptedAt(properties) ?? now,
                                   envelope: String(decoding: bytes.readableBytesView, as: UTF8.self),
