@@ -81,8 +81,22 @@ final class PostgresDatabase: SQLDatabase {
                 case .null: bindings.appendNull()
                 }
             }
+            do {
+                return try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings))
+            } catch let error as PSQLError {
+                guard let state = error.serverInfo?[.sqlState], Self.refusesData(sqlState: state) else { throw error }
+                throw StoreRefusedData("PostgreSQL \(state): \(error.serverInfo?[.message] ?? "")")
+            }
+        }
+
+        /// A data exception (class 22: a NUL in text, say) or a program limit (class 54): what a
+        /// statement holds, which no retry changes (an outage, a lock or a serialization failure
+        /// is another class).
+        static func refusesData(sqlState: String) -> Bool { sqlState.hasPrefix("22") || sqlState.hasPrefix("54") }
+
+        private func rows(_ query: PostgresQuery) async throws -> [SQLRow] {
             var rows: [SQLRow] = []
-            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger) {
+            for try await row in try await connection.query(query, logger: logger) {
                 var out: SQLRow = [:]
                 for cell in row {
                     guard cell.bytes != nil else {

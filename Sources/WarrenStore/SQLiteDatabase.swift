@@ -61,13 +61,19 @@ final class SQLiteDatabase: SQLDatabase {
         let connection: SQLiteConnection
 
         func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-            let rows = try await connection.query(sql, binds.map { value -> SQLiteData in
-                switch value {
-                case .text(let s): return .text(s)
-                case .integer(let n): return .integer(Int(n))
-                case .null: return .null
-                }
-            })
+            let rows: [SQLiteRow]
+            do {
+                rows = try await connection.query(sql, binds.map { value -> SQLiteData in
+                    switch value {
+                    case .text(let s): return .text(s)
+                    case .integer(let n): return .integer(Int(n))
+                    case .null: return .null
+                    }
+                })
+            } catch let error as SQLiteError where error.reason == .tooBig {
+                // A value past SQLite's length limit: no retry changes that.
+                throw StoreRefusedData("SQLite: \(error.message)")
+            }
             return rows.map { row in
                 var out: SQLRow = [:]
                 for column in row.columns {

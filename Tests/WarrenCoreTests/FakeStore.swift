@@ -13,11 +13,15 @@ final class FakeStore: ConversationStore {
         var held: [CheckedContinuation<Void, Never>] = []
         var holding = false
         var bound: [String: [String]] = [:]
+        /// A batch holding a message with this text in its envelope is refused (as PostgreSQL
+        /// refuses a NUL), every time.
+        var refusing: String?
     }
     private let state = NIOLockedValueBox(State())
 
     var batches: [[StoredMessage]] { state.withLockedValue { $0.batches } }
     func fail(next n: Int) { state.withLockedValue { $0.failures = n } }
+    func refuse(_ text: String) { state.withLockedValue { $0.refusing = text } }
     func hold(_ on: Bool) { state.withLockedValue { $0.holding = on } }
     /// Lets every held write finish.
     func release() {
@@ -38,6 +42,9 @@ final class FakeStore: ConversationStore {
             if s.failures > 0 {
                 s.failures -= 1
                 throw StoreTestError()
+            }
+            if let text = s.refusing, messages.contains(where: { $0.envelope.contains(text) }) {
+                throw StoreRefusedData("refused: \(text)")
             }
             s.batches.append(messages)
         }

@@ -36,4 +36,20 @@ struct StoreBatcherTests {
         #expect(b.written() == [3])
         #expect(b.written() == nil)
     }
+
+    @Test func aRefusedBatchIsWrittenAgainOneMessageAtATime() {
+        var b = StoreBatcher<Int>(maxBatch: 3)
+        let first = b.received(1) ?? []
+        for n in 2...5 { _ = b.received(n) }
+        let batch = b.written() ?? []
+        #expect(first == [1] && batch == [2, 3, 4])
+        #expect(b.refused(batch) == [2], "the refused batch again, first message alone")
+        #expect(b.written() == [3])
+        #expect(b.refused([3]) == [4], "a message refused alone is given up; the next goes on alone")
+        #expect(b.written() == [5], "past the refused batch, batches grow again")
+        _ = b.received(6)
+        _ = b.received(7)
+        #expect(b.written() == [6, 7])
+        #expect(b.singles == 0)
+    }
 }

@@ -45,6 +45,28 @@ struct StoreWriterTests {
         #expect(store.batches.map { $0.map(\.route) } == [["alice.bob"], ["alice.bob", "alice.bob"]])
     }
 
+    /// A batch the database refuses for what one message holds (not an outage) is written
+    /// again one message at a time: the others are kept and acked, the refused one is acked and
+    /// given up, and what comes after is kept. Before, the batch was written again for ever and
+    /// nothing after it was kept.
+    @Test func aMessageTheDatabaseRefusesIsGivenUpAndTheRestKept() async throws {
+        let store = FakeStore()
+        store.refuse("poison")
+        store.hold(true)
+        let (_, channel, consumer) = try await Self.writer(store)
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "m1")
+        #expect(await eventually { store.heldWrites == 1 })
+        for body in ["m2", "poison", "m4"] { channel.deliver(to: consumer, routingKey: "alice.bob", body: body) }
+        store.hold(false)
+        store.release()
+        #expect(await eventually { Self.acks(channel).count == 4 }, "\(Self.acks(channel))")
+        #expect(Self.acks(channel) == ["ack 1+", "ack 2+", "ack 3+", "ack 4+"])
+        channel.deliver(to: consumer, routingKey: "alice.bob", body: "m5")
+        #expect(await eventually { Self.acks(channel).count == 5 })
+        #expect(store.batches.flatMap { $0 }.map(\.envelope).map { $0.contains("poison") } == [false, false, false, false])
+        #expect(store.batches.count == 4, "m1, then m2 and m4 alone, then m5: \(store.batches.map(\.count))")
+    }
+
     @Test func transientAndSkippedMessagesAreAckedWithoutAWrite() async throws {
         let store = FakeStore()
         let (_, channel, consumer) = try await Self.writer(store)

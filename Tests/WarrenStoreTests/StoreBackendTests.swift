@@ -109,6 +109,22 @@ struct StoreBackendTests {
         }
     }
 
+    /// What PostgreSQL cannot hold (a NUL in text) is refused as data — no retry changes it —
+    /// not thrown as an outage would be, so the writer sets that message aside and keeps the
+    /// rest; the batch is rolled back whole, and the store goes on taking other writes.
+    @Test func postgresRefusesANulAsDataAndTakesTheNextWrite() async throws {
+        try await Self.withStore(.postgres) { store in
+            let good = Self.message("alice.bob", from: "alice")
+            var bad = Self.message("alice.bob", from: "bob", at: 1_700_000_000_001)
+            bad.sender = "b\u{0}ob"
+            await #expect(throws: StoreRefusedData.self) { try await store.write([good, bad]) }
+            #expect(try await store.history(route: "alice.bob", before: nil, limit: 10)?.messages.isEmpty == true,
+                    "the refused batch left nothing")
+            try await store.write([good])
+            #expect(try await store.history(route: "alice.bob", before: nil, limit: 10)?.messages.map(\.id) == [good.id])
+        }
+    }
+
     @Test(arguments: Backend.allCases) func pruneDeletesOnlyOldMessages(_ backend: Backend) async throws {
         try await Self.withStore(backend) { store in
             let old = Self.message("alice.bob", from: "bob", at: 1_000)

@@ -2,7 +2,8 @@ import Atomics
 import CoreMetrics
 
 /// The conversation store's figures (DESIGN §7, §10): how long a batch takes to commit, how
-/// big batches are, how many messages wait in `warren.store`, and whether the database answers.
+/// big batches are, how many messages wait in `warren.store`, whether the database answers, and
+/// how many messages it would not hold.
 public final class StoreMetrics: Sendable {
     private let writeLatency = CoreMetrics.Timer(label: "warren_store_write_seconds")
     private let batchSize = CoreMetrics.Recorder(label: "warren_store_batch_size", aggregate: true)
@@ -10,6 +11,7 @@ public final class StoreMetrics: Sendable {
     private let upGauge = CoreMetrics.Gauge(label: "warren_store_up")
     private let writtenCounter = CoreMetrics.Counter(label: "warren_store_written_total")
     private let failureCounter = CoreMetrics.Counter(label: "warren_store_write_failures_total")
+    private let refusedCounter = CoreMetrics.Counter(label: "warren_store_refused_total")
 
     private let written = ManagedAtomic(0)
     private let lagValue = ManagedAtomic(0)
@@ -23,6 +25,7 @@ public final class StoreMetrics: Sendable {
         upGauge.record(0)
         writtenCounter.increment(by: 0)
         failureCounter.increment(by: 0)
+        refusedCounter.increment(by: 0)
     }
 
     func batchWritten(count: Int, nanoseconds: Int64) {
@@ -33,6 +36,9 @@ public final class StoreMetrics: Sendable {
     }
 
     func writeFailed() { failureCounter.increment() }
+
+    /// A message the database would not hold, given up (acked to RabbitMQ, not kept).
+    func refused() { refusedCounter.increment() }
 
     func lag(_ messages: Int) {
         lagGauge.record(messages)

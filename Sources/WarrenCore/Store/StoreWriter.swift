@@ -250,6 +250,17 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                 // are ignored (those deliveries come again, and add nothing).
                 for (channel, tag) in Self.newestTags(batch) { channel.ack(tag, multiple: true) }
                 if let next = batcher.withLockedValue({ $0.written() }) { write(next) }
+            } catch let refusal as StoreRefusedData {
+                // Not an outage: written again as it is, the batch would be refused for ever and
+                // nothing after it kept. One message at a time, the one refused on its own is
+                // given up, loudly; everything else is kept.
+                if let message = batch.first?.message, batch.count == 1 {
+                    metrics.refused()
+                    logger.error("the conversation store refused a message; it is not kept",
+                                 metadata: ["id": "\(message.id)", "route": "\(message.route)", "error": "\(refusal)"])
+                    for (channel, tag) in Self.newestTags(batch) { channel.ack(tag, multiple: true) }
+                }
+                if let next = batcher.withLockedValue({ $0.refused(batch) }) { write(next) }
             } catch {
                 metrics.writeFailed()
                 metrics.up(false)
