@@ -49,9 +49,15 @@ struct DeployFilesTests {
         let named = Set(rules.matches(of: /warren_[a-z_]+/).map { String($0.output) }
             .map { $0.replacing(/_(bucket|count|sum)$/, with: "") })
         #expect(named.count >= 3, "\(named)")
-        let warren = try await WarrenInstance.start()
-        defer { Task { await warren.stop() } }
+        // With the store on (its metrics are there only then), on a queue of its own.
+        let database = try await StoreTests.makeDatabase(.sqlite)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let warren = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": database.url,
+                                                     "WARREN_STORE_QUEUE": queue])
         let metrics = try await HTTPTestClient.request(.GET, port: warren.port, "/metrics").body
+        await warren.stop()
+        await database.remove()
+        try? await StoreTests.deleteQueue(queue)
         let exported = Set(metrics.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }
             .map { String($0.split(separator: " ")[2]) })
         #expect(named.subtracting(exported).isEmpty, "not exported: \(named.subtracting(exported))")
