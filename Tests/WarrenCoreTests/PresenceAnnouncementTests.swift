@@ -9,13 +9,15 @@ struct PresenceAnnouncementTests {
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: true),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false, published: false),
-                        .goodbye(node: "n3")] {
+                        .goodbye(node: "n3"), .sessionDeleted(node: "n4", session: "0123456789abcdef0123456789abcdef")] {
             #expect(PresenceAnnouncement.decode(message.encoded()) == message)
         }
         for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
                     #"{"node":"n x","kind":"bye"}"#, #"{"node":"n","kind":"state","entries":[["room.x"]]}"#,
                     #"{"node":"n","kind":"what"}"#, "not json", #"{"kind":"bye"}"#,
-                    #"{"node":"n","kind":"leave","route":"room.x","user":"a","published":"no"}"#] {
+                    #"{"node":"n","kind":"leave","route":"room.x","user":"a","published":"no"}"#,
+                    #"{"node":"n","kind":"deleted"}"#, #"{"node":"n","kind":"deleted","session":"a.b"}"#,
+                    #"{"node":"n","kind":"deleted","session":7}"#] {
             #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
         }
     }

@@ -27,4 +27,33 @@ struct PollPresenceTests {
         _ = await watcher.close()
         await node.stop()
     }
+
+    /// A session polled on two nodes (a load balancer without stickiness) and deleted on one:
+    /// the other ends it too, at once — its user leaves at once rather than after
+    /// `poll.session_ttl` (120 s), and a poll there is `not_found` rather than opening it again.
+    @Test func aSessionDeletedOnOneNodeEndsOnEveryNode() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let nodeA = try await WarrenInstance.start(exchange: exchange)
+        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        let room = "room.d\(UUID().uuidString.prefix(6).lowercased())"
+        let watcher = try await nodeA.socket(uniqueUser("bob"))
+        try await watcher.subscribe("w", room)
+        let carol = uniqueUser("carol")
+        let poller = try await Poller.open(port: nodeA.port, user: carol,
+                                           subscriptions: #"[{"id":"p","pattern":"\#(room)","presence":true}]"#)
+        #expect(PresenceIntegrationTests.changes([try await watcher.next(op: "msg")["env"] ?? .null]) == ["\(carol) join"])
+        _ = try await poller.poll(on: nodeB.port)   // open on node B as well
+        #expect(try await PresenceIntegrationTests.awaitUsers(nodeA, route: room, [carol], asking: carol))
+
+        let deleted = try await HTTPTestClient.request(.DELETE, port: nodeB.port, "/v1/poll/\(poller.session)?user=\(carol)")
+        #expect(deleted.status == 204)
+        // Bounded well below poll.session_ttl and presence.timeout.
+        let left = try await watcher.next(op: "msg", timeout: .seconds(20))
+        #expect(PresenceIntegrationTests.changes([left["env"] ?? .null]) == ["\(carol) leave"])
+        let again = try await HTTPTestClient.request(.GET, port: nodeA.port, "/v1/poll/\(poller.session)?user=\(carol)&wait=0")
+        #expect(again.status == 404, "\(again.status) \(again.body)")
+        _ = await watcher.close()
+        await nodeA.stop()
+        await nodeB.stop()
+    }
 }

@@ -57,6 +57,10 @@ public final class PollService: Sendable {
             self?.sweep(now: WallClock.milliseconds())
         }
         sweeper.withLockedValue { $0 = task }
+        runtime.presence?.onSessionDeletedElsewhere { [weak self] id in
+            guard let self else { return }
+            Task { await self.forget(id, "deleted on another node") }
+        }
     }
 
     deinit { sweeper.withLockedValue { $0?.cancel() } }
@@ -95,22 +99,31 @@ public final class PollService: Sendable {
 
     /// `DELETE /v1/poll/<session>`: drops this node's buffer at once and hands the inbox's
     /// unacknowledged deliveries back (the inbox itself is kept). The session is `not_found`
-    /// here from now on.
+    /// here from now on, and, told through the presence exchange, on the other nodes too (with
+    /// `presence.enabled = false` there is no such exchange: they drop it after
+    /// `poll.session_ttl` without a poll, and would open it again at a poll).
     public func delete(session token: String, user: String) async throws(ProtocolError) {
         let d = try await descriptor(token, user: user)
+        await forget(d.id, "deleted")
+        runtime.presence?.sessionDeleted(d.id)
+    }
+
+    /// Ends the session `id` on this node, if it is open here, and answers it `not_found` from
+    /// now on.
+    func forget(_ id: String, _ reason: String) async {
         deleted.withLockedValue { t in
             t.next += 1
-            t.tombstones[d.id] = (WallClock.milliseconds(), t.next)
+            t.tombstones[id] = (WallClock.milliseconds(), t.next)
             guard t.tombstones.count > tombstoneLimit else { return }
             let kept = t.tombstones.sorted { $0.value.order > $1.value.order }.prefix(tombstoneLimit / 2)
             t.tombstones = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
         }
         let open = sessions.withLockedValue { s -> [PollSession] in
-            let matching = s.filter { $0.value.descriptor.id == d.id }
+            let matching = s.filter { $0.value.descriptor.id == id }
             for key in matching.keys { s[key] = nil }
             return Array(matching.values)
         }
-        for session in open { await end(session, "deleted") }
+        for session in open { await end(session, reason) }
     }
 
     /// `POST /v1/poll/<session>/ack` (and `?ack=` on a poll): acks what the answers up to `cursor`

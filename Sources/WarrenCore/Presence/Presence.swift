@@ -36,6 +36,8 @@ public final class Presence: AMQPDeliverySink, Sendable {
     private let outbox = NIOLockedValueBox(PresenceOutbox())
     private let ticker = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let badMessages = NIOLockedValueBox(0)
+    /// Told the id of a poll session another node deleted (``onSessionDeletedElsewhere(_:)``).
+    private let sessionDeletedElsewhere = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
 
     /// `reopen` opens another channel on the same connection when the broker closed `channel`
     /// (nil: never replaced).
@@ -99,6 +101,20 @@ public final class Presence: AMQPDeliverySink, Sendable {
         let entry = PresenceEntry(route: route, user: user)
         let now = WallClock.milliseconds()
         apply(entry, present: false, via: via) { $0.localLeft(entry, at: now) }
+    }
+
+    // MARK: poll sessions deleted
+
+    /// Tells every other node that the poll session `id` was deleted here: a node that has it
+    /// open ends it at once (its presence too) rather than after `poll.session_ttl`, and
+    /// answers it `not_found` from then on, as this node does.
+    public func sessionDeleted(_ id: String) {
+        serially { [self] in announce(.sessionDeleted(node: node, session: id)) }
+    }
+
+    /// `handler` is called with the id of each poll session another node deleted.
+    public func onSessionDeletedElsewhere(_ handler: @escaping @Sendable (String) -> Void) {
+        sessionDeletedElsewhere.withLockedValue { $0 = handler }
     }
 
     /// The users present on `route` on every node.
@@ -201,6 +217,10 @@ public final class Presence: AMQPDeliverySink, Sendable {
             }
             return
         }
+        if case .sessionDeleted(let other, let id) = announcement {
+            if other != node { sessionDeletedElsewhere.withLockedValue { $0 }?(id) }
+            return
+        }
         let now = WallClock.milliseconds()
         let owed = book.withLockedValue { book -> Bool in
             switch announcement {
@@ -213,6 +233,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
                 serially { [self] in publish(owed, via: .amqp) }
                 return true
             case .goodbye(let other): book.receivedGoodbye(from: other)
+            case .sessionDeleted: break
             }
             return false
         }

@@ -1,5 +1,6 @@
 /// What nodes tell each other about presence, on the fanout exchange `<amqp.exchange>.presence`
-/// (JSON): a node's whole state (periodically), one change, or goodbye (drained).
+/// (JSON): a node's whole state (periodically), one change, goodbye (drained), or that a poll
+/// session was deleted (every node that has it open ends it, and its presence, at once).
 ///
 /// A change says whether its node published the join or leave envelope (`"published":false`
 /// when it did not, because it believed another node held the entry; absent means it did).
@@ -7,13 +8,15 @@ public enum PresenceAnnouncement: Sendable, Equatable {
     case state(node: String, entries: Set<PresenceEntry>)
     case change(node: String, entry: PresenceEntry, present: Bool, published: Bool = true)
     case goodbye(node: String)
+    /// `DELETE /v1/poll/<session>` on `node`, for the session with this id.
+    case sessionDeleted(node: String, session: String)
 
     /// More entries than this in one state message is not believed.
     public static let maxEntries = 1_000_000
 
     public var node: String {
         switch self {
-        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n): return n
+        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _): return n
         }
     }
 
@@ -41,6 +44,10 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             w.raw(published ? "}" : ",\"published\":false}")
         case .goodbye:
             w.raw(",\"kind\":\"bye\"}")
+        case .sessionDeleted(_, let session):
+            w.raw(",\"kind\":\"deleted\",\"session\":")
+            w.string(session)
+            w.raw("}")
         }
         return w.bytes
     }
@@ -70,6 +77,9 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             return .change(node: node, entry: e, present: kind == "join", published: published?.boolValue ?? true)
         case "bye":
             return .goodbye(node: node)
+        case "deleted":
+            guard let session = json["session"]?.stringValue, RouteKey.isValidWord(session) else { return nil }
+            return .sessionDeleted(node: node, session: session)
         default:
             return nil
         }
