@@ -15,6 +15,13 @@ public final class SQLConversationStore: ConversationStore {
         let now = WallClock.milliseconds()
         try await database.transaction { session in
             if dialect == .postgres {
+                // Text in any other encoding cannot hold every message (an emoji in a LATIN1
+                // database is refused), and a refused message is given up: say so at start.
+                let encoding = try await session.query("SHOW server_encoding").first?["server_encoding"]?.string ?? "?"
+                guard encoding == "UTF8" else {
+                    throw StoreDataError(description: "the database's encoding is \(encoding), and Warren keeps UTF-8 text (every script, "
+                                         + "emoji): create the database with ENCODING 'UTF8' (createdb -E UTF8 -T template0 …)")
+                }
                 _ = try await session.query("SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(\(StoreSchema.lockKey))) AS l")
             }
             for statement in StoreSchema.tables(dialect: dialect) { _ = try await session.query(statement) }

@@ -125,6 +125,26 @@ struct StoreBackendTests {
         }
     }
 
+    /// A PostgreSQL database in another encoding than UTF-8 could not hold every message (an
+    /// emoji in LATIN1 is refused, and a refused message is given up): refused at start, saying why.
+    @Test func aPostgresDatabaseNotInUTF8IsRefusedAtStart() async throws {
+        let logger = Logger(label: "test")
+        let name = "warren_test_latin1_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try await PostgresDatabase.open(url: Self.postgresURL, logger: logger)
+        _ = try await admin.read { session in
+            try await session.query("CREATE DATABASE \(name) ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+        }
+        var parts = URLComponents(string: Self.postgresURL)!
+        parts.path = "/\(name)"
+        let store = SQLConversationStore(database: try await PostgresDatabase.open(url: parts.string!, logger: logger))
+        var refusal = ""
+        do { try await store.migrate() } catch { refusal = "\(error)" }
+        #expect(refusal.contains("encoding is LATIN1"), "\(refusal)")
+        await store.close()
+        _ = try await admin.read { session in try await session.query("DROP DATABASE \(name) WITH (FORCE)") }
+        await admin.close()
+    }
+
     @Test(arguments: Backend.allCases) func pruneDeletesOnlyOldMessages(_ backend: Backend) async throws {
         try await Self.withStore(backend) { store in
             let old = Self.message("alice.bob", from: "bob", at: 1_000)
