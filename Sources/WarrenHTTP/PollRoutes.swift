@@ -20,6 +20,9 @@ struct PollRoutes: Sendable {
         self.authenticator = authenticator
         self.codec = codec
         self.support = RouteSupport(authenticator: authenticator, maxBodyBytes: configuration.limits.maxFrameBytes)
+        // The service from the start, not from the first poll: it hears of sessions other nodes delete.
+        let routes = self
+        link.whenReady { _ in _ = routes.readyService() }
     }
 
     func register(on router: Router<BasicRequestContext>) {

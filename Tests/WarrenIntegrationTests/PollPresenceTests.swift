@@ -35,6 +35,7 @@ struct PollPresenceTests {
         let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
         let nodeA = try await WarrenInstance.start(exchange: exchange)
         let nodeB = try await WarrenInstance.start(exchange: exchange)
+        let nodeC = try await WarrenInstance.start(exchange: exchange)   // serves no poll before the delete
         let room = "room.d\(UUID().uuidString.prefix(6).lowercased())"
         let watcher = try await nodeA.socket(uniqueUser("bob"))
         try await watcher.subscribe("w", room)
@@ -52,8 +53,20 @@ struct PollPresenceTests {
         #expect(PresenceIntegrationTests.changes([left["env"] ?? .null]) == ["\(carol) leave"])
         let again = try await HTTPTestClient.request(.GET, port: nodeA.port, "/v1/poll/\(poller.session)?user=\(carol)&wait=0")
         #expect(again.status == 404, "\(again.status) \(again.body)")
+
+        // Node C heard it too. A sentinel tells when: node B's next announcement (dave joining
+        // through it) follows the deletion on the same exchange; once C counts dave present, a
+        // poll of the deleted session there must not open it again.
+        let dave = uniqueUser("dave")
+        let daveSocket = try await nodeB.socket(dave)
+        try await daveSocket.request(#"{"op":"sub","id":"d","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(try await PresenceIntegrationTests.awaitUsers(nodeC, route: room, [dave], asking: dave))
+        let onC = try await HTTPTestClient.request(.GET, port: nodeC.port, "/v1/poll/\(poller.session)?user=\(carol)&wait=0")
+        #expect(onC.status == 404, "\(onC.status) \(onC.body)")
+        _ = await daveSocket.close()
         _ = await watcher.close()
         await nodeA.stop()
         await nodeB.stop()
+        await nodeC.stop()
     }
 }

@@ -57,6 +57,21 @@ public final class BrokerLink: Service, Sendable {
     /// The running bridge, once ready.
     public var runtime: BridgeRuntime? { state.withLockedValue { $0.runtime } }
 
+    /// Called with the runtime once the link is ready (`body` runs at once if it is already).
+    private let readyHandlers = NIOLockedValueBox<[@Sendable (BridgeRuntime) -> Void]>([])
+
+    /// Runs `body` with the runtime once the link is ready, or at once if it is: for a frontend
+    /// that must listen from the start (a poll session deleted on another node is forgotten
+    /// here too, whether or not this node has served a poll yet).
+    public func whenReady(_ body: @escaping @Sendable (BridgeRuntime) -> Void) {
+        let ready = state.withLockedValue { s -> BridgeRuntime? in
+            guard s.runtime == nil else { return s.runtime }
+            readyHandlers.withLockedValue { $0.append(body) }
+            return nil
+        }
+        if let ready { body(ready) }
+    }
+
     private let draining = NIOLockedValueBox(false)
 
     /// Whether a drain has started (new sockets and polls are refused).
@@ -113,10 +128,12 @@ public final class BrokerLink: Service, Sendable {
             }
         }
         let (connections, runtime) = started!
-        state.withLockedValue {
-            $0.runtime = runtime
-            $0.topologyReady = true
+        let handlers = state.withLockedValue { s -> [@Sendable (BridgeRuntime) -> Void] in
+            s.runtime = runtime
+            s.topologyReady = true
+            return readyHandlers.withLockedValue { h in defer { h = [] }; return h }
         }
+        for handler in handlers { handler(runtime) }
         logger.info("warren is ready", metadata: [
             "broker": "\(configuration.amqp.client.redactedDescription)",
             "exchange": "\(configuration.amqp.exchange)",
