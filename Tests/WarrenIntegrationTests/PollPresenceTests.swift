@@ -59,7 +59,7 @@ struct PollPresenceTests {
         // poll of the deleted session there must not open it again.
         let dave = uniqueUser("dave")
         let daveSocket = try await nodeB.socket(dave)
-        try await daveSocket.request(#"{"op":"sub","id":"d","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        _ = try await daveSocket.request(#"{"op":"sub","id":"d","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
         #expect(try await PresenceIntegrationTests.awaitUsers(nodeC, route: room, [dave], asking: dave))
         let onC = try await HTTPTestClient.request(.GET, port: nodeC.port, "/v1/poll/\(poller.session)?user=\(carol)&wait=0")
         #expect(onC.status == 404, "\(onC.status) \(onC.body)")

@@ -20,6 +20,8 @@ final class WarrenProcess: @unchecked Sendable, Hashable {
 
     let process = Process()
     private let output = NIOLockedValueBox<(text: String, waiters: [(String, Int, CheckedContinuation<Void, Never>)])>(("", []))
+    /// Whether the output pipe reached its end (the process and its copies of the pipe are gone).
+    private let outputEnded = NIOLockedValueBox(false)
 
     /// The process's standard input, when it was started with `input: true`.
     private let input: FileHandle?
@@ -41,9 +43,13 @@ final class WarrenProcess: @unchecked Sendable, Hashable {
         let pipe = Pipe()
         process.standardError = pipe
         process.standardOutput = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [output] handle in
+        pipe.fileHandleForReading.readabilityHandler = { [output, outputEnded] handle in
             let data = handle.availableData
-            guard !data.isEmpty else { return }
+            guard !data.isEmpty else {
+                outputEnded.withLockedValue { $0 = true }
+                handle.readabilityHandler = nil
+                return
+            }
             let ready = output.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
                 state.text += String(decoding: data, as: UTF8.self)
                 let text = state.text
@@ -124,6 +130,13 @@ final class WarrenProcess: @unchecked Sendable, Hashable {
         while process.isRunning {
             if ContinuousClock.now > deadline { return nil }
             try? await Task.sleep(for: .milliseconds(20))
+        }
+        // Exited, its last output may still be in the pipe: read to its end (bounded), so `log`
+        // holds all of it (a check that printed its reason and exited at once was seen with an
+        // empty log).
+        let drained = ContinuousClock.now + .seconds(5)
+        while !outputEnded.withLockedValue({ $0 }), ContinuousClock.now < drained {
+            try? await Task.sleep(for: .milliseconds(5))
         }
         _ = Self.running.withLockedValue { $0.remove(self) }
         return process.terminationStatus
