@@ -9,7 +9,8 @@ struct PresenceAnnouncementTests {
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: true),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false, published: false),
-                        .goodbye(node: "n3"), .sessionDeleted(node: "n4", session: "0123456789abcdef0123456789abcdef")] {
+                        .goodbye(node: "n3"), .sessionDeleted(node: "n4", session: "0123456789abcdef0123456789abcdef"),
+                        .ackForwarded(node: "n5", session: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", cursor: "n1.42")] {
             #expect(PresenceAnnouncement.decode(message.encoded()) == message)
         }
         for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
@@ -17,8 +18,18 @@ struct PresenceAnnouncementTests {
                     #"{"node":"n","kind":"what"}"#, "not json", #"{"kind":"bye"}"#,
                     #"{"node":"n","kind":"leave","route":"room.x","user":"a","published":"no"}"#,
                     #"{"node":"n","kind":"deleted"}"#, #"{"node":"n","kind":"deleted","session":"a.b"}"#,
-                    #"{"node":"n","kind":"deleted","session":7}"#] {
+                    #"{"node":"n","kind":"deleted","session":7}"#,
+                    #"{"node":"n","kind":"ack","session":"a.b","cursor":"n1"}"#, #"{"node":"n","kind":"ack","session":"a b","cursor":"n1.1"}"#,
+                    #"{"node":"n","kind":"ack","cursor":"n1.1"}"#, #"{"node":"n","kind":"ack","session":"a.b","cursor":"n 1.1"}"#] {
             #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
+        }
+    }
+
+    @Test func aCursorNamesTheNodeThatMadeIt() {
+        #expect(PollService.node(of: "node-a.17") == "node-a")
+        #expect(PollService.node(of: "a.b.17") == nil, "a node id is one word")
+        for bad in ["", "node-a", "node-a.", ".17", "node-a.1x", "node a.1", "n.123456789012345678901"] {
+            #expect(PollService.node(of: bad) == nil, "\(bad)")
         }
     }
 }

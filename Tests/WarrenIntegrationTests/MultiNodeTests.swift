@@ -112,6 +112,48 @@ struct MultiNodeTests {
         #expect(got == sent, "node B delivers what node A had buffered")
     }
 
+    /// A load balancer without stickiness: each poll goes to the other node, acking the cursor
+    /// of the answer before, which the other node made. The ack reaches the node that leased
+    /// the batch and the inbox empties. Before, those acks were dropped: the batch stayed
+    /// leased, came again after `poll.lease`, and the inbox never emptied while the poller
+    /// alternated.
+    @Test func aPollersAckReachesTheNodeThatLeasedWhereverItPolls() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let nodeA = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeA.stop() } }
+        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeB.stop() } }
+        let fay = uniqueUser("fay")
+        let poller = try await Poller.open(port: nodeA.port, user: fay,
+                                           subscriptions: #"[{"id":"me","pattern":"\#(mine(fay))","mode":"inbox"}]"#, device: "rr")
+        var sent = Set<String>()
+        for i in 0..<3 { sent.insert(try await poller.publish(#"{"route":"\#(fay).x","body":\#(i)}"#)["id"]!.stringValue!) }
+        // Polled on A until it answered all three (leased there)...
+        var got = Set<String>()
+        var cursor: String?
+        while got.count < 3 {
+            let (messages, c) = try await poller.poll(wait: 5, ack: cursor)
+            cursor = c
+            for m in messages { got.insert(m.env!["id"]!.stringValue!) }
+        }
+        #expect(got == sent)
+        // ... then once on B, acking A's cursor.
+        _ = try await poller.poll(wait: 0, ack: cursor, on: nodeB.port)
+        // The queue empties (bounded well below poll.lease, 60 s, when A would hand them back).
+        let queue = "warren.inbox.\(fay).rr"
+        var left = "?"
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let rows: [[String]] = try Broker.ctl("list_queues", "name", "messages", "--no-table-headers", "--quiet")
+                .split(separator: "\n").map { line in line.split(separator: "\t").map(String.init) }
+            left = rows.first { $0.first == queue }?.last ?? "?"
+            if left == "0" { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(left == "0", "messages left in \(queue): \(left)")
+        _ = try? Broker.ctl("delete_queue", queue)
+    }
+
     /// 1,000 long-polls held open on one node, all answered when a message arrives.
     @Test func aThousandConcurrentLongPolls() async throws {
         let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])

@@ -61,6 +61,10 @@ public final class PollService: Sendable {
             guard let self else { return }
             Task { await self.forget(id, "deleted on another node") }
         }
+        runtime.presence?.onAckForwarded { [weak self] token, cursor in
+            guard let self, let open = sessions.withLockedValue({ $0[token] }) else { return }
+            ackHere(cursor, on: open)
+        }
     }
 
     deinit { sweeper.withLockedValue { $0?.cancel() } }
@@ -127,19 +131,43 @@ public final class PollService: Sendable {
     }
 
     /// `POST /v1/poll/<session>/ack` (and `?ack=` on a poll): acks what the answers up to `cursor`
-    /// delivered, if the cursor is this node's; otherwise a no-op (that batch comes back after
-    /// its lease).
+    /// delivered (``ack(_:on:token:)``).
     public func ack(session token: String, user: String, cursor: String) async throws(ProtocolError) {
         if let open = sessions.withLockedValue({ $0[token] }), open.descriptor.user == user {
-            ack(cursor, on: open)
+            ack(cursor, on: open, token: token)
             return
         }
         _ = try await descriptor(token, user: user)
+        ack(cursor, on: nil, token: token)
     }
 
-    private func ack(_ cursor: String, on session: PollSession) {
-        guard let seq = Self.sequence(of: cursor, node: nodeID) else { return }
+    /// Acks `cursor` here if this node made it; another node's cursor is handed to that node
+    /// (through the presence exchange's queues), which acks it if it has the session open. A
+    /// load balancer without stickiness sends a poller's polls, with the cursor of the answer
+    /// before, to any node: those acks were dropped, and every inbox batch came again after
+    /// `poll.lease`, for as long as the poller polled. Anything else is a no-op.
+    private func ack(_ cursor: String, on session: PollSession?, token: String) {
+        if let session, ackHere(cursor, on: session) { return }
+        guard let owner = Self.node(of: cursor), owner != nodeID else { return }
+        runtime.presence?.forwardAck(session: token, cursor: cursor, to: owner)
+    }
+
+    /// Acks what the answers up to `cursor` delivered, if the cursor is this node's (else false).
+    @discardableResult
+    private func ackHere(_ cursor: String, on session: PollSession) -> Bool {
+        guard let seq = Self.sequence(of: cursor, node: nodeID) else { return false }
         for id in session.output.withBuffer({ $0.ack(upTo: seq) }) { session.client.ackInbox(envelopeID: id) }
+        return true
+    }
+
+    /// The node a cursor `<node>.<seq>` names; nil for anything malformed.
+    static func node(of cursor: String) -> String? {
+        guard let dot = cursor.utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }
+        let node = String(cursor[..<dot]), seq = cursor[cursor.index(after: dot)...]
+        guard RouteKey.isValidWord(node), !seq.isEmpty, seq.utf8.count <= 20, seq.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+            return nil
+        }
+        return node
     }
 
     /// The answer sequence number in a cursor `<node>.<seq>` made by `node`; nil for another
@@ -178,7 +206,7 @@ public final class PollService: Sendable {
         }
         let session = found
         defer { session.pollEnded(now: WallClock.milliseconds()) }
-        if let cursor { ack(cursor, on: session) }
+        if let cursor { ack(cursor, on: session, token: token) }
         try await resumeInbox(of: session)
         let wait = min(wait, settings.maxWait)
         if wait > 0, session.output.withBuffer({ $0.isEmpty }) {
@@ -228,7 +256,7 @@ public final class PollService: Sendable {
                            answer: @escaping @Sendable (PollAnswer) -> Void) -> LoopPoll {
         guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user, session.policy == policy,
               !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
-        if let cursor { ack(cursor, on: session) }
+        if let cursor { ack(cursor, on: session, token: token) }
         let finish: @Sendable () -> Void = { [self] in
             let now = WallClock.milliseconds()
             let taken = take(from: session, max: max, now: now, none: !alive())

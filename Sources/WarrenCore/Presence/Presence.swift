@@ -38,6 +38,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
     private let badMessages = NIOLockedValueBox(0)
     /// Told the id of a poll session another node deleted (``onSessionDeletedElsewhere(_:)``).
     private let sessionDeletedElsewhere = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
+    /// Told a session string and a cursor of this node's that a poll on another node acked
+    /// (``onAckForwarded(_:)``).
+    private let ackForwarded = NIOLockedValueBox<(@Sendable (String, String) -> Void)?>(nil)
 
     /// `reopen` opens another channel on the same connection when the broker closed `channel`
     /// (nil: never replaced).
@@ -116,6 +119,28 @@ public final class Presence: AMQPDeliverySink, Sendable {
     public func onSessionDeletedElsewhere(_ handler: @escaping @Sendable (String) -> Void) {
         sessionDeletedElsewhere.withLockedValue { $0 = handler }
     }
+
+    /// Hands a poll's ack of `cursor` to `owner`, the node that made the cursor (straight to
+    /// its queue through the default exchange; dropped by the broker if that node is gone, as
+    /// the ack would be).
+    public func forwardAck(session token: String, cursor: String, to owner: String) {
+        let message = PresenceAnnouncement.ackForwarded(node: node, session: token, cursor: cursor)
+        serially { [self] in
+            guard blockedReason() == nil else { return }
+            _ = try? channel.channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: "", routingKey: Self.queue(of: owner),
+                                                  mandatory: false,
+                                                  properties: BasicProperties(contentType: "application/json", deliveryMode: 1), timeout: nil)
+        }
+    }
+
+    /// `handler` is called with the session string and the cursor of each ack another node
+    /// forwarded here.
+    public func onAckForwarded(_ handler: @escaping @Sendable (String, String) -> Void) {
+        ackForwarded.withLockedValue { $0 = handler }
+    }
+
+    /// The queue a node hears presence on (and forwarded acks).
+    static func queue(of node: String) -> String { "warren.presence.\(node)" }
 
     /// The users present on `route` on every node.
     public func users(route: String) -> [String] { book.withLockedValue { $0.users(route: route) } }
@@ -217,9 +242,14 @@ public final class Presence: AMQPDeliverySink, Sendable {
             }
             return
         }
-        if case .sessionDeleted(let other, let id) = announcement {
+        switch announcement {
+        case .sessionDeleted(let other, let id):
             if other != node { sessionDeletedElsewhere.withLockedValue { $0 }?(id) }
             return
+        case .ackForwarded(_, let token, let cursor):
+            ackForwarded.withLockedValue { $0 }?(token, cursor)
+            return
+        case .state, .change, .goodbye: break
         }
         let now = WallClock.milliseconds()
         let owed = book.withLockedValue { book -> Bool in
@@ -233,7 +263,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
                 serially { [self] in publish(owed, via: .amqp) }
                 return true
             case .goodbye(let other): book.receivedGoodbye(from: other)
-            case .sessionDeleted: break
+            case .sessionDeleted, .ackForwarded: break
             }
             return false
         }
@@ -244,7 +274,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// them, or with the last queue bound to it — declared again here, after this node's queue
     /// was deleted, say), declares and binds this node's queue, and consumes it.
     private func listen() async throws {
-        let queue = "warren.presence.\(node)"
+        let queue = Self.queue(of: node)
         let channel = self.channel.channel
         try await channel.declareAutoDeleted(exchange: exchange, type: "fanout")
         try await channel.queueDeclare(queue, durable: false, exclusive: true, autoDelete: true, passive: false, arguments: [:],

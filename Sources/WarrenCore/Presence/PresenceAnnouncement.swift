@@ -1,6 +1,7 @@
 /// What nodes tell each other about presence, on the fanout exchange `<amqp.exchange>.presence`
 /// (JSON): a node's whole state (periodically), one change, goodbye (drained), or that a poll
-/// session was deleted (every node that has it open ends it, and its presence, at once).
+/// session was deleted (every node that has it open ends it, and its presence, at once). One
+/// kind goes to a single node's queue instead: a poll's ack of a cursor that node made.
 ///
 /// A change says whether its node published the join or leave envelope (`"published":false`
 /// when it did not, because it believed another node held the entry; absent means it did).
@@ -10,13 +11,16 @@ public enum PresenceAnnouncement: Sendable, Equatable {
     case goodbye(node: String)
     /// `DELETE /v1/poll/<session>` on `node`, for the session with this id.
     case sessionDeleted(node: String, session: String)
+    /// A poll on `node` acked `cursor`, which the node named in it made, for the session with
+    /// this string (sent to that node alone).
+    case ackForwarded(node: String, session: String, cursor: String)
 
     /// More entries than this in one state message is not believed.
     public static let maxEntries = 1_000_000
 
     public var node: String {
         switch self {
-        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _): return n
+        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _): return n
         }
     }
 
@@ -47,6 +51,12 @@ public enum PresenceAnnouncement: Sendable, Equatable {
         case .sessionDeleted(_, let session):
             w.raw(",\"kind\":\"deleted\",\"session\":")
             w.string(session)
+            w.raw("}")
+        case .ackForwarded(_, let session, let cursor):
+            w.raw(",\"kind\":\"ack\",\"session\":")
+            w.string(session)
+            w.raw(",\"cursor\":")
+            w.string(cursor)
             w.raw("}")
         }
         return w.bytes
@@ -80,8 +90,19 @@ public enum PresenceAnnouncement: Sendable, Equatable {
         case "deleted":
             guard let session = json["session"]?.stringValue, RouteKey.isValidWord(session) else { return nil }
             return .sessionDeleted(node: node, session: session)
+        case "ack":
+            guard let session = json["session"]?.stringValue, isSessionString(session), let cursor = json["cursor"]?.stringValue,
+                  PollService.node(of: cursor) != nil else { return nil }
+            return .ackForwarded(node: node, session: session, cursor: cursor)
         default:
             return nil
         }
+    }
+
+    /// What a poll session string can be: a signed token (base64url parts joined by dots) no
+    /// longer than a poll's URL carries.
+    static func isSessionString(_ s: String) -> Bool {
+        let n = s.utf8.count
+        return n >= 1 && n <= PollSessionCodec.maxTokenBytes && s.utf8.allSatisfy { RouteKey.isWordByte($0) || $0 == UInt8(ascii: ".") }
     }
 }
