@@ -5,17 +5,24 @@ import WarrenCore
 
 @Suite("Presence of poll sessions", .serialized)
 struct PollPresenceTests {
-    @Test func aPollSessionJoinsAndItsDeleteLeaves() async throws {
-        let node = try await WarrenInstance.start()
-        defer { node.process.terminate() }
+    /// Bob watches a new room on `node`; carol opens a poll session there with a presence
+    /// subscription to it, and bob sees her join.
+    static func carolPollsWhileBobWatches(on node: WarrenInstance) async throws
+        -> (room: String, watcher: TestSocket, carol: String, poller: Poller) {
         let room = "room.q\(UUID().uuidString.prefix(6).lowercased())"
         let watcher = try await node.socket(uniqueUser("bob"))
         try await watcher.subscribe("w", room)
         let carol = uniqueUser("carol")
         let poller = try await Poller.open(port: node.port, user: carol,
                                            subscriptions: #"[{"id":"p","pattern":"\#(room)","presence":true}]"#)
-        let joined = try await watcher.next(op: "msg")
-        #expect(PresenceIntegrationTests.changes([joined["env"] ?? .null]) == ["\(carol) join"])
+        #expect(PresenceIntegrationTests.changes([try await watcher.next(op: "msg")["env"] ?? .null]) == ["\(carol) join"])
+        return (room, watcher, carol, poller)
+    }
+
+    @Test func aPollSessionJoinsAndItsDeleteLeaves() async throws {
+        let node = try await WarrenInstance.start()
+        defer { node.process.terminate() }
+        let (room, watcher, carol, poller) = try await Self.carolPollsWhileBobWatches(on: node)
         #expect(try await PresenceIntegrationTests.awaitUsers(node, route: room, [carol], asking: carol))
         let deleted = try await HTTPTestClient.request(.DELETE, port: node.port, "/v1/poll/\(poller.session)?user=\(carol)")
         #expect(deleted.status == 204)
@@ -36,13 +43,7 @@ struct PollPresenceTests {
         let nodeA = try await WarrenInstance.start(exchange: exchange)
         let nodeB = try await WarrenInstance.start(exchange: exchange)
         let nodeC = try await WarrenInstance.start(exchange: exchange)   // serves no poll before the delete
-        let room = "room.d\(UUID().uuidString.prefix(6).lowercased())"
-        let watcher = try await nodeA.socket(uniqueUser("bob"))
-        try await watcher.subscribe("w", room)
-        let carol = uniqueUser("carol")
-        let poller = try await Poller.open(port: nodeA.port, user: carol,
-                                           subscriptions: #"[{"id":"p","pattern":"\#(room)","presence":true}]"#)
-        #expect(PresenceIntegrationTests.changes([try await watcher.next(op: "msg")["env"] ?? .null]) == ["\(carol) join"])
+        let (room, watcher, carol, poller) = try await Self.carolPollsWhileBobWatches(on: nodeA)
         _ = try await poller.poll(on: nodeB.port)   // open on node B as well
         #expect(try await PresenceIntegrationTests.awaitUsers(nodeA, route: room, [carol], asking: carol))
 
