@@ -117,11 +117,13 @@ struct MultiNodeTests {
     /// the batch and the inbox empties. Before, those acks were dropped: the batch stayed
     /// leased, came again after `poll.lease`, and the inbox never emptied while the poller
     /// alternated.
-    @Test func aPollersAckReachesTheNodeThatLeasedWhereverItPolls() async throws {
+    /// With presence off too: the node's presence queue carries the ack all the same.
+    @Test(arguments: [true, false]) func aPollersAckReachesTheNodeThatLeasedWhereverItPolls(presence: Bool) async throws {
         let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
-        let nodeA = try await WarrenInstance.start(exchange: exchange)
+        let environment = ["WARREN_PRESENCE_ENABLED": "\(presence)"]
+        let nodeA = try await WarrenInstance.start(environment, exchange: exchange)
         defer { Task { await nodeA.stop() } }
-        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        let nodeB = try await WarrenInstance.start(environment, exchange: exchange)
         defer { Task { await nodeB.stop() } }
         let fay = uniqueUser("fay")
         let poller = try await Poller.open(port: nodeA.port, user: fay,

@@ -70,4 +70,29 @@ struct PollPresenceTests {
         await nodeB.stop()
         await nodeC.stop()
     }
+
+    /// With `presence.enabled = false` the deletion reaches the other nodes all the same (the
+    /// node's presence queue is kept for it). Node A logs ending the session it had open.
+    @Test func aSessionDeletedOnOneNodeEndsOnTheOthersWithPresenceOff() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let environment = ["WARREN_PRESENCE_ENABLED": "false"]
+        let nodeA = try await WarrenInstance.start(environment, exchange: exchange)
+        let nodeB = try await WarrenInstance.start(environment, exchange: exchange)
+        let carol = uniqueUser("carol")
+        let poller = try await Poller.open(port: nodeA.port, user: carol,
+                                           subscriptions: #"[{"id":"p","pattern":"room.q\#(UUID().uuidString.prefix(6).lowercased())"}]"#)
+        _ = try await poller.poll(wait: 0)
+        _ = try await poller.poll(wait: 0, on: nodeB.port)
+        let deleted = try await HTTPTestClient.request(.DELETE, port: nodeB.port, "/v1/poll/\(poller.session)?user=\(carol)")
+        #expect(deleted.status == 204)
+        // Bounded well below poll.session_ttl (120 s).
+        #expect(await nodeA.process.waitForLog("deleted on another node", times: 1, timeout: .seconds(20)))
+        let again = try await HTTPTestClient.request(.GET, port: nodeA.port, "/v1/poll/\(poller.session)?user=\(carol)&wait=0")
+        #expect(again.status == 404, "\(again.status) \(again.body)")
+        // Presence itself is off: the queue kept for this announces none.
+        let asked = try await HTTPTestClient.request(.GET, port: nodeB.port, "/v1/presence?route=room.x&user=\(carol)")
+        #expect(asked.status == 503 && asked.body.contains("unavailable"), "\(asked.status) \(asked.body)")
+        await nodeA.stop()
+        await nodeB.stop()
+    }
 }

@@ -23,6 +23,10 @@ public final class BridgeRuntime: Sendable {
     public let conversations: Conversations?
     /// Presence across nodes; nil when `presence.enabled = false`.
     public let presence: Presence?
+    /// This node's queue on the presence exchange, there with presence off too: poll sessions
+    /// deleted here are told to the other nodes through it, and polls' acks of other nodes'
+    /// cursors handed to them.
+    let peers: Presence?
     /// Puts the exchange back, with this node's bindings, when it was deleted on the broker.
     public let exchangeWatch: ExchangeWatch?
     /// The inboxes open on this node (their bindings are put back with the exchange).
@@ -44,7 +48,8 @@ public final class BridgeRuntime: Sendable {
         self.metrics = metrics
         self.exchangeWatch = exchangeWatch
         self.conversations = conversations
-        self.presence = presence
+        self.presence = presence?.settings.enabled == true ? presence : nil
+        self.peers = presence
         self.channels = channels
         self.publisher = publisher
         self.hub = hub
@@ -157,16 +162,14 @@ public final class BridgeRuntime: Sendable {
                                       return channel
                                   }, exchange: configuration.amqp.exchange, metrics: metrics,
                                   logger: logger, blockedReason: { primary.blockedReason }, closedByBroker: { watch.channelClosed($0) })
-        var presence: Presence?
-        if configuration.presence.enabled {
-            // A channel of the node's own: its presence queue is exclusive to this connection.
-            presence = Presence(node: nodeID, settings: configuration.presence,
+        // A channel of the node's own: its presence queue is exclusive to this connection. With
+        // presence off the queue still carries poll sessions' deletions and forwarded acks.
+        let presence = Presence(node: nodeID, settings: configuration.presence,
                                 exchange: PresenceSettings.exchange(for: configuration.amqp.exchange),
                                 channel: try await primary.openChannel(), reopen: { try await primary.openChannel() },
                                 publisher: publisher, loop: primary.eventLoop, metrics: metrics, logger: logger,
                                 blockedReason: { primary.blockedReason })
-            try await presence?.start()
-        }
+        try await presence.start()
         let runtime = BridgeRuntime(channels: pool, publisher: publisher,
                                     hub: hub, exchange: configuration.amqp.exchange, limits: configuration.limits,
                                     inbox: configuration.inbox, policy: configuration.acl, metrics: metrics, conversations: conversations,

@@ -168,7 +168,7 @@ public final class BrokerLink: Service, Sendable {
             startDraining()
             // Sockets and polls have been closed by the drain (their users' presence leaves are
             // out); the other nodes forget this one at once. Closing the links requeues anything left.
-            runtime.presence?.stop()
+            runtime.peers?.stop()
             runtime.exchangeWatch?.stop()
             Task { for c in connections { await c.close() } }
         }

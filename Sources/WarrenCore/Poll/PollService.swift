@@ -57,11 +57,11 @@ public final class PollService: Sendable {
             self?.sweep(now: WallClock.milliseconds())
         }
         sweeper.withLockedValue { $0 = task }
-        runtime.presence?.onSessionDeletedElsewhere { [weak self] id in
+        runtime.peers?.onSessionDeletedElsewhere { [weak self] id in
             guard let self else { return }
             Task { await self.forget(id, "deleted on another node") }
         }
-        runtime.presence?.onAckForwarded { [weak self] token, cursor in
+        runtime.peers?.onAckForwarded { [weak self] token, cursor in
             guard let self, let open = sessions.withLockedValue({ $0[token] }) else { return }
             ackHere(cursor, on: open)
         }
@@ -104,12 +104,11 @@ public final class PollService: Sendable {
     /// `DELETE /v1/poll/<session>`: drops this node's buffer at once and hands the inbox's
     /// unacknowledged deliveries back (the inbox itself is kept). The session is `not_found`
     /// here from now on, and, told through the presence exchange, on the other nodes too (with
-    /// `presence.enabled = false` there is no such exchange: they drop it after
-    /// `poll.session_ttl` without a poll, and would open it again at a poll).
+    /// presence off as well).
     public func delete(session token: String, user: String) async throws(ProtocolError) {
         let d = try await descriptor(token, user: user)
         await forget(d.id, "deleted")
-        runtime.presence?.sessionDeleted(d.id)
+        runtime.peers?.sessionDeleted(d.id)
     }
 
     /// Ends the session `id` on this node, if it is open here, and answers it `not_found` from
@@ -149,7 +148,7 @@ public final class PollService: Sendable {
     private func ack(_ cursor: String, on session: PollSession?, token: String) {
         if let session, ackHere(cursor, on: session) { return }
         guard let owner = Self.node(of: cursor), owner != nodeID else { return }
-        runtime.presence?.forwardAck(session: token, cursor: cursor, to: owner)
+        runtime.peers?.forwardAck(session: token, cursor: cursor, to: owner)
     }
 
     /// Acks what the answers up to `cursor` delivered, if the cursor is this node's (else false).

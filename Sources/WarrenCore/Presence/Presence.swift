@@ -11,6 +11,9 @@ import NIOCore
 /// ``PresenceBook``, which answers queries and decides which join and leave envelopes are due.
 /// A node not heard from within the timeout is forgotten (its users leave); a draining node
 /// says goodbye after its users' leaves.
+///
+/// With `presence.enabled = false` a node still has its queue, for what else nodes tell each
+/// other (a poll session deleted, a poll's ack of another node's cursor), and announces nothing.
 public final class Presence: AMQPDeliverySink, Sendable {
     let node: String
     let settings: PresenceSettings
@@ -65,6 +68,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// periodic announcements and expiry.
     func start() async throws {
         try await listen()
+        guard settings.enabled else { return }
         announce(.state(node: node, entries: []))
         let interval = max(1, settings.timeoutSeconds / 3)
         ticker.withLockedValue { $0 = Task { [weak self] in
@@ -82,6 +86,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// The node drains: its users' leaves have been published as their sessions ended; the
     /// others forget it at once.
     public func stop() {
+        guard settings.enabled else { return }
         ticker.withLockedValue { $0?.cancel() }
         serially { [self] in outbox.withLockedValue { send($0.close(goodbye: .goodbye(node: node))) } }
     }
@@ -249,7 +254,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
         case .ackForwarded(_, let token, let cursor):
             ackForwarded.withLockedValue { $0 }?(token, cursor)
             return
-        case .state, .change, .goodbye: break
+        case .state, .change, .goodbye: guard settings.enabled else { return }
         }
         let now = WallClock.milliseconds()
         let owed = book.withLockedValue { book -> Bool in
@@ -288,6 +293,6 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// and consumed again, and the whole state announced.
     public func finish(_ error: AMQPError?) {
         BrokerRetry.setUpAgain(after: error, "the presence consumer", channel: channel.channel, replacing: channel, logger: logger,
-                               { [self] in try await listen() }, afterwards: { [self] in announceState() })
+                               { [self] in try await listen() }, afterwards: { [self] in if settings.enabled { announceState() } })
     }
 }
