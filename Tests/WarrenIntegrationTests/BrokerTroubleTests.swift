@@ -1,3 +1,4 @@
+import AMQPClient
 import Foundation
 import TestSupport
 import Testing
@@ -118,6 +119,33 @@ struct BrokerTroubleTests {
         #expect(arguments.contains("20000"), "\(arguments)")
         #expect(warren.process.log.components(separatedBy: "inbox queues declared under other [inbox] settings").count == 2,
                 "said once: \(warren.process.log)")
+    }
+
+    /// A quorum inbox is declared with a delivery limit no redelivery reaches (RabbitMQ 4 drops
+    /// a message returned 20 times to a quorum queue declared without one); a quorum inbox an
+    /// earlier Warren declared without it is used as it is and still delivers.
+    @Test func quorumInboxesGetADeliveryLimitAndEarlierOnesAreStillServed() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_INBOX_QUEUE_TYPE": "quorum"])
+        defer { Task { await warren.stop() } }
+        let earlier = uniqueUser("earlier"), newcomer = uniqueUser("new")
+        // As Warren declared quorum inboxes before 2026-11-28.
+        let connection = try await AMQPConnection.connect(configuration: try AMQPConfiguration(url: WarrenInstance.brokerURL))
+        var earlierArguments = InboxSettings().arguments
+        earlierArguments["x-queue-type"] = .string("quorum")
+        _ = try await connection.openChannel().queueDeclare("warren.inbox.\(earlier).d", durable: true, arguments: earlierArguments)
+        await connection.close()
+        for user in [earlier, newcomer] {
+            let s = try await warren.socket(user, device: "d")
+            try await s.subscribe("in", "#.\(user).#", mode: "inbox")
+            _ = try await s.request(#"{"op":"pub","route":"\#(user).x","body":"to myself","cid":"c"}"#, expect: "puback")
+            let got = try await s.next(op: "msg")
+            #expect(got["env"]?["body"]?.stringValue == "to myself", "\(got)")
+            _ = await s.close()
+        }
+        let listed = try Broker.ctl("list_queues", "name", "type", "arguments", "--no-table-headers", "--quiet").split(separator: "\n")
+        let fresh = listed.filter { $0.hasPrefix("warren.inbox.\(newcomer).d") }.joined()
+        #expect(fresh.contains("quorum") && fresh.contains("x-delivery-limit") && fresh.contains("1000000"), "\(fresh)")
+        for user in [earlier, newcomer] { _ = try? Broker.ctl("delete_queue", "warren.inbox.\(user).d") }
     }
 
     /// An operator deletes a client's inbox queue: the broker cancels the consumer, and Warren

@@ -374,7 +374,8 @@ struct StoreTests {
                 "\(log)")
     }
 
-    /// `store.queue_type` decides the type of a store queue declared afresh (quorum here); a
+    /// `store.queue_type` decides the type of a store queue declared afresh (quorum here, with
+    /// a delivery limit no redelivery reaches, ``QueueArguments``); a
     /// queue already there of another type is used as it is (RabbitMQ refuses to declare it with
     /// the new arguments), the start log says so, and messages are still stored.
     @Test func aStoreQueueOfAnotherTypeIsUsedAsItIs() async throws {
@@ -389,6 +390,9 @@ struct StoreTests {
         let exchange = first.exchange
         await first.stop()
         let declared = try type()
+        let arguments = try TestEnvironment.rabbitmqctl(["list_queues", "name", "arguments", "--quiet"])
+            .split(separator: "\n").filter { $0.hasPrefix("\(queue)\t") }.joined()
+        #expect(arguments.contains("x-delivery-limit") && arguments.contains("1000000"), "\(arguments)")
         let second = try await WarrenInstance.start(settings.merging(["WARREN_STORE_QUEUE_TYPE": "classic"]) { $1 }, exchange: exchange)
         let alice = uniqueUser("alice"), room = "room.\(uniqueUser("r"))"
         let poller = Poller(port: second.port, user: alice, session: "")

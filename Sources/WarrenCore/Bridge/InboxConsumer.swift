@@ -109,7 +109,8 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
     private static func reportOtherArguments(_ detail: String, queue: String, logger: Logger) {
         guard otherArgumentsReported.first() else { return }
         let text = "inbox queues declared under other [inbox] settings are used as they are; the settings apply to inboxes "
-            + "declared from now on (a RabbitMQ policy can lower max-length and expires of those; anything else takes deleting them)"
+            + "declared from now on (a RabbitMQ policy can lower max-length and expires of those; anything else takes deleting them; "
+            + "quorum inboxes declared by a Warren before 0.19 have no delivery limit, which RabbitMQ 4 makes 20: see the README)"
         logger.warning("\(text)", metadata: ["queue": "\(queue)", "broker": "\(detail)"])
     }
 

@@ -20,8 +20,8 @@ public struct InboxSettings: Sendable, Equatable {
     public init() {}
 
     public var arguments: FieldTable {
-        ["x-expires": .int64(Int64(expiresMilliseconds)), "x-max-length": .int64(Int64(maxLength)),
-         "x-overflow": .string(overflow), "x-queue-type": .string(queueType)]
+        QueueArguments.typed(queueType).merging(["x-expires": .int64(Int64(expiresMilliseconds)), "x-max-length": .int64(Int64(maxLength)),
+                                                 "x-overflow": .string(overflow)]) { typed, _ in typed }
     }
 
     public static func queueName(user: String, device: String) -> String { "warren.inbox.\(user).\(device)" }

@@ -85,7 +85,7 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// earlier Warren) is refused with a 406: it is used as it is (a passive declare), and the
     /// node says why that matters; naming a new `store.queue` moves the store to a new one.
     private func declareQueue() async throws -> QueueDeclareOk {
-        let (queue, arguments): (String, FieldTable) = (settings.queue, ["x-queue-type": .string(settings.queueType)])
+        let (queue, arguments): (String, FieldTable) = (settings.queue, QueueArguments.typed(settings.queueType))
         do {
             return try await channels.administering(queue: queue) {
                 try await $0.queueDeclare(queue, durable: true, exclusive: false, autoDelete: false, passive: false,
@@ -97,7 +97,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                                           arguments: [:], recordForRecovery: false)
             }
             let text = "the store's queue was declared with other arguments and is used as it is"
-                + (settings.queueType == "quorum" ? ": if it is a classic queue, what is published while its broker node is down is not stored; " : "; ")
+                + (settings.queueType == "quorum" ? ": if it is a classic queue, what is published while its broker node is down is not stored; "
+                   + "if it is a quorum queue declared before Warren set its delivery limit, RabbitMQ 4 drops a message returned to it 20 times; " : "; ")
                 + "to have a \(settings.queueType) queue, set store.queue to a new name (the old queue is unbound; delete it once it is empty)"
             logger.warning("\(text)", metadata: ["queue": "\(queue)", "broker": "\(reason.replyText)"])
             return declared

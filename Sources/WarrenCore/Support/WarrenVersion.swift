@@ -2,5 +2,5 @@
 /// `/v1/stats` (not a Prometheus label: DESIGN §7 keeps labels to bounded sets). Raised by hand
 /// with each release; a build from a checkout between releases says the last one.
 public enum WarrenVersion {
-    public static let string = "0.18.0"
+    public static let string = "0.19.0"
 }
