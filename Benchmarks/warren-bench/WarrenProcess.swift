@@ -29,6 +29,7 @@ final class WarrenProcess: MeasuredServer {
         env["WARREN_LOG_LEVEL"] = "warning"
         env["WARREN_LIMITS_MAX_CONNECTIONS_PER_USER"] = "0"
         env["WARREN_LIMITS_PUBLISH_RATE"] = "0"
+        env["WARREN_LIMITS_QUERY_RATE"] = "0"
         env.merge(overrides) { $1 }
         process.environment = env
         try launch(log: log, readyPath: "/readyz", within: 60)

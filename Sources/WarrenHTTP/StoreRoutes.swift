@@ -18,7 +18,7 @@ struct StoreRoutes: Sendable {
                     guard let n = Query.integer(raw) else { throw ProtocolError(.badFrame, "limit must be an integer", ref: nil) }
                     limit = n
                 }
-                let page = try await runtime().store().history(route: route, before: query.items["before"], limit: limit,
+                let page = try await runtime().store(for: identity.user, via: .poll).history(route: route, before: query.items["before"], limit: limit,
                                                                rules: identity.rules)
                 return RouteSupport.jsonResponse(200, StoreAnswer.historyBody(route: route, page: page))
             }
@@ -26,7 +26,7 @@ struct StoreRoutes: Sendable {
         router.get("v1/conversations") { request, _ in
             await RouteSupport.respond {
                 let (identity, _, _) = try await support.authenticate(request)
-                let list = try await runtime().store().list(user: identity.user, rules: identity.rules)
+                let list = try await runtime().store(for: identity.user, via: .poll).list(user: identity.user, rules: identity.rules)
                 return RouteSupport.jsonResponse(200, StoreAnswer.conversationsBody(list))
             }
         }

@@ -65,4 +65,22 @@ import Testing
         #expect((0..<1000).allSatisfy { unlimited.admit(user: "alice", device: "d\($0)", now: 0) })
         #expect(unlimited.trackedUsers == 0)
     }
+
+    /// Store requests have a bucket of their own: publishing does not spend it, nor it
+    /// publishing; a user is forgotten only once both are full again.
+    @Test func storeRequestsHaveABucketOfTheirOwn() {
+        let limiter = UserLimiter(maxConnections: 0, publishRate: 10, publishBurst: 2, queryRate: 1, queryBurst: 3)
+        #expect(limiter.takePublishes("alice", count: 2, now: 0))
+        #expect((0..<4).map { _ in limiter.takeQuery("alice", now: 0) } == [true, true, true, false])
+        #expect(!limiter.takePublishes("alice", count: 1, now: 0))
+        #expect(limiter.takeQuery("bob", now: 0))
+        // One second later the query bucket has one token back.
+        #expect(limiter.takeQuery("alice", now: Self.second) && !limiter.takeQuery("alice", now: Self.second))
+        #expect(limiter.openConnection("alice"))
+        limiter.closeConnection("alice", now: 2 * Self.second)   // the query bucket is not full yet
+        #expect(limiter.trackedUsers == 2)
+        limiter.closeConnection("alice", now: 10 * Self.second)
+        #expect(limiter.trackedUsers == 1)
+        #expect(UserLimiter(maxConnections: 0, publishRate: 0, publishBurst: 1, queryRate: 0, queryBurst: 1).takeQuery("x"))
+    }
 }

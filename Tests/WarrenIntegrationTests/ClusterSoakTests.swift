@@ -26,7 +26,7 @@ struct ClusterSoakTests {
         let storeQueue = "soak.store.\(UUID().uuidString.prefix(8).lowercased())"
         let environment = ["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": database.url, "WARREN_STORE_QUEUE": storeQueue,
                            "WARREN_INBOX_QUEUE_TYPE": "quorum", "WARREN_AMQP_RECONNECT_MAX_MS": "500",
-                           "WARREN_AMQP_RECONNECT_INITIAL_MS": "50", "WARREN_LIMITS_PUBLISH_RATE": "0",
+                           "WARREN_AMQP_RECONNECT_INITIAL_MS": "50", "WARREN_LIMITS_PUBLISH_RATE": "0", "WARREN_LIMITS_QUERY_RATE": "0",
                            "WARREN_LIMITS_MAX_PENDING_PUBLISHES": "1000", "WARREN_AMQP_HEARTBEAT": "5",
                            "WARREN_ACL_PUBLISH": "#", "WARREN_INBOX_OVERFLOW": "reject-publish",
                            "WARREN_INBOX_MAX_LENGTH": "1000000"]

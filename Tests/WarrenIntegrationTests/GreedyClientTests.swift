@@ -133,6 +133,38 @@ struct GreedyClientTests {
         #expect(badFrameCloses == 1)
     }
 
+    /// Store requests (each a database query) have a bucket per user shared by both doors:
+    /// past it, `rate_limited` with the request's id on the WebSocket and 429 over HTTP, counted.
+    @Test func storeRequestsAreATokenBucketPerUser() async throws {
+        let database = try await StoreTests.makeDatabase(.sqlite)
+        let warren = try await WarrenInstance.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": database.url,
+                                                     "WARREN_LIMITS_QUERY_RATE": "1", "WARREN_LIMITS_QUERY_BURST": "3"])
+        let user = uniqueUser("curious")
+        let s = try await warren.socket(user)
+        for i in 0..<5 { try await s.send(#"{"op":"history","id":"h\#(i)","route":"\#(user).x"}"#) }
+        var answered = 0, limited: [String] = []
+        for _ in 0..<5 {
+            let f = try #require(await s.next())
+            if f["op"]?.stringValue == "history" { answered += 1 }
+            if f["code"]?.stringValue == "rate_limited" { limited.append(f["ref"]?.stringValue ?? "") }
+        }
+        #expect(answered >= 3 && answered + limited.count == 5 && limited.allSatisfy { $0.hasPrefix("h") }, "\(answered) \(limited)")
+        var statuses: [Int] = []
+        for _ in 0..<3 {
+            statuses.append(try await HTTPTestClient.request(.GET, port: warren.port, "/v1/history?route=\(user).x&user=\(user)").status)
+        }
+        #expect(statuses.contains(429) && Set(statuses).isSubset(of: [200, 429]), "\(statuses)")
+        // Publishing is not slowed, nor is another user.
+        _ = try await s.request(#"{"op":"pub","route":"\#(user).x","body":"still","cid":"p"}"#, expect: "puback")
+        let other = uniqueUser("other")
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/v1/history?route=\(other).x&user=\(other)").status == 200)
+        #expect(try await Self.limitHits(warren, "ws", "query_rate") == limited.count)
+        #expect(try await Self.limitHits(warren, "poll", "query_rate") == statuses.filter { $0 == 429 }.count)
+        _ = await s.close()
+        await warren.stop()
+        await database.remove()
+    }
+
     @Test func publishRateIsATokenBucketPerUser() async throws {
         let warren = try await WarrenInstance.start(["WARREN_LIMITS_PUBLISH_RATE": "10", "WARREN_LIMITS_PUBLISH_BURST": "20"])
         defer { Task { await warren.stop() } }

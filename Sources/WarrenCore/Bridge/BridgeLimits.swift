@@ -36,6 +36,11 @@ public struct BridgeLimits: Sendable, Equatable {
     public var publishRate: Int = 100
     /// Publishes a user may make in a burst above the rate.
     public var publishBurst: Int = 200
+    /// Conversation-store requests a second one user may make on one node, both doors
+    /// together (history, conversations, read): each is a database query (0 = unlimited).
+    public var queryRate: Int = 20
+    /// Store requests a user may make in a burst above the rate.
+    public var queryBurst: Int = 40
 
     public init() {}
 }

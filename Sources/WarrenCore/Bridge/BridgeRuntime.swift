@@ -90,9 +90,15 @@ public final class BridgeRuntime: Sendable {
         return ProtocolError(.rateLimited, "publish rate limit: \(limits.publishRate) a second per user", ref: request.cid)
     }
 
-    /// The conversation store, or `unavailable` when it is off.
-    public func store() throws(ProtocolError) -> Conversations {
+    /// The conversation store for one request of `user`'s, or `unavailable` when it is off;
+    /// `rate_limited` past `limits.query_rate` (each request is a database query, and one
+    /// user's flood would slow every user's history and the store's writes).
+    public func store(for user: String, via: Via) throws(ProtocolError) -> Conversations {
         guard let conversations else { throw ProtocolError(.unavailable, "the conversation store is off (store.enabled = false)", ref: nil) }
+        guard users.takeQuery(user) else {
+            metrics.limitHit(via == .poll ? .poll : .ws, .queryRate)
+            throw ProtocolError(.rateLimited, "store request rate limit: \(limits.queryRate) a second per user", ref: nil)
+        }
         return conversations
     }
 
@@ -112,7 +118,7 @@ public final class BridgeRuntime: Sendable {
     /// receipt takes a token of the user's publish rate. Returns the route and the marker as it stands.
     public func markRead(user: String, rules: AccessRules, route: String, id: String, via: Via) async throws(ProtocolError)
         -> (route: RouteKey, marker: String) {
-        let (key, marker, moved) = try await store().markRead(user: user, route: route, id: id, rules: rules)
+        let (key, marker, moved) = try await store(for: user, via: via).markRead(user: user, route: route, id: id, rules: rules)
         guard moved else { return (key, marker) }
         guard users.takePublishes(user, count: 1) else {
             metrics.limitHit(via == .poll ? .poll : .ws, .publishRate)

@@ -123,14 +123,14 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             await unsubscribe(id: id)
         case .history(let ref, let route, let before, let limit):
             do {
-                let page = try await runtime.store().history(route: route, before: before, limit: limit, rules: rules)
+                let page = try await runtime.store(for: user, via: via).history(route: route, before: before, limit: limit, rules: rules)
                 send(StoreAnswer.historyFrame(ref: ref, route: route, page: page))
             } catch {
                 fail(error.answering(ref))
             }
         case .conversations(let ref):
             do {
-                let list = try await runtime.store().list(user: user, rules: rules)
+                let list = try await runtime.store(for: user, via: via).list(user: user, rules: rules)
                 send(StoreAnswer.conversationsFrame(ref: ref, list: list))
             } catch {
                 fail(error.answering(ref))

@@ -1,8 +1,9 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Per-user limits on one node: open connections (WebSockets and the poll sessions open on the node) and a
-/// publish rate shared by all of a user's connections and `POST /v1/messages`.
+/// Per-user limits on one node: open connections (WebSockets and the poll sessions open on the node), a
+/// publish rate shared by all of a user's connections and `POST /v1/messages`, and a rate of
+/// conversation-store requests (each a database query) shared by both doors.
 ///
 /// One small lock per connection open/close and per publish; the delivery path never
 /// touches it. Users with no open connection and a full bucket are forgotten, so the table
@@ -11,6 +12,11 @@ public final class UserLimiter: Sendable {
     struct UserState {
         var connections = 0
         var bucket: TokenBucket?
+        var queries: TokenBucket?
+
+        func isIdle(now: UInt64) -> Bool {
+            connections == 0 && (bucket?.isFull(now: now) ?? true) && (queries?.isFull(now: now) ?? true)
+        }
     }
 
     /// 0 = unlimited.
@@ -18,16 +24,22 @@ public final class UserLimiter: Sendable {
     /// Publishes per second per user; 0 = unlimited.
     public let publishRate: Int
     public let publishBurst: Int
+    /// Store requests per second per user; 0 = unlimited.
+    public let queryRate: Int
+    public let queryBurst: Int
     private let users = NIOLockedValueBox<[String: UserState]>([:])
 
-    public init(maxConnections: Int, publishRate: Int, publishBurst: Int) {
+    public init(maxConnections: Int, publishRate: Int, publishBurst: Int, queryRate: Int = 0, queryBurst: Int = 1) {
         self.maxConnections = maxConnections
         self.publishRate = publishRate
         self.publishBurst = max(publishBurst, 1)
+        self.queryRate = queryRate
+        self.queryBurst = max(queryBurst, 1)
     }
 
     public convenience init(_ limits: BridgeLimits) {
-        self.init(maxConnections: limits.maxConnectionsPerUser, publishRate: limits.publishRate, publishBurst: limits.publishBurst)
+        self.init(maxConnections: limits.maxConnectionsPerUser, publishRate: limits.publishRate, publishBurst: limits.publishBurst,
+                  queryRate: limits.queryRate, queryBurst: limits.queryBurst)
     }
 
     /// Counts a new connection for `user`, or refuses it (false) at the limit.
@@ -45,7 +57,7 @@ public final class UserLimiter: Sendable {
         users.withLockedValue { users in
             guard var state = users[user] else { return }
             state.connections = max(0, state.connections - 1)
-            if state.connections == 0, state.bucket?.isFull(now: now) ?? true {
+            if state.isIdle(now: now) {
                 users[user] = nil
             } else {
                 users[user] = state
@@ -55,13 +67,23 @@ public final class UserLimiter: Sendable {
 
     /// Takes `count` publishes from `user`'s bucket, or refuses all of them (false).
     public func takePublishes(_ user: String, count: Int, now: UInt64 = NIODeadline.now().uptimeNanoseconds) -> Bool {
-        guard publishRate > 0 else { return true }
+        take(count, from: \.bucket, rate: publishRate, burst: publishBurst, user: user, now: now)
+    }
+
+    /// Takes one store request from `user`'s bucket, or refuses it (false).
+    public func takeQuery(_ user: String, now: UInt64 = NIODeadline.now().uptimeNanoseconds) -> Bool {
+        take(1, from: \.queries, rate: queryRate, burst: queryBurst, user: user, now: now)
+    }
+
+    private func take(_ count: Int, from bucket: WritableKeyPath<UserState, TokenBucket?>, rate: Int, burst: Int, user: String,
+                      now: UInt64) -> Bool {
+        guard rate > 0 else { return true }
         return users.withLockedValue { users in
             if users.count > 100_000 { Self.sweep(&users, now: now) }
             var state = users[user] ?? UserState()
-            var bucket = state.bucket ?? TokenBucket(rate: Double(publishRate), burst: Double(publishBurst), now: now)
-            let taken = bucket.take(count, now: now)
-            state.bucket = bucket
+            var tokens = state[keyPath: bucket] ?? TokenBucket(rate: Double(rate), burst: Double(burst), now: now)
+            let taken = tokens.take(count, now: now)
+            state[keyPath: bucket] = tokens
             users[user] = state
             return taken
         }
@@ -76,6 +98,6 @@ public final class UserLimiter: Sendable {
     public var trackedUsers: Int { users.withLockedValue { $0.count } }
 
     private static func sweep(_ users: inout [String: UserState], now: UInt64) {
-        users = users.filter { $0.value.connections > 0 || !($0.value.bucket?.isFull(now: now) ?? true) }
+        users = users.filter { !$0.value.isIdle(now: now) }
     }
 }

@@ -343,6 +343,8 @@ public struct BridgeConfiguration: Sendable {
                                                          default: config.limits.maxDevicesPerUser, range: 0...1_000_000)
         config.limits.publishRate = try source.int("limits", "publish_rate", default: config.limits.publishRate, range: 0...1_000_000)
         config.limits.publishBurst = try source.int("limits", "publish_burst", default: config.limits.publishBurst, range: 1...10_000_000)
+        config.limits.queryRate = try source.int("limits", "query_rate", default: config.limits.queryRate, range: 0...1_000_000)
+        config.limits.queryBurst = try source.int("limits", "query_burst", default: config.limits.queryBurst, range: 1...10_000_000)
 
         config.store.enabled = try source.bool("store", "enabled", default: config.store.enabled)
         config.store.url = try source.string("store", "url", default: config.store.url)
@@ -421,7 +423,7 @@ extension BridgeConfiguration {
                   "outbound_buffer_bytes = \(limits.outboundBufferBytes)", "outbound_hard_cap_bytes = \(limits.outboundHardCapBytes)", "max_pending_publishes = \(limits.maxPendingPublishes)",
                   "max_connections_per_user = \(limits.maxConnectionsPerUser)",
                   "max_devices_per_user = \(limits.maxDevicesPerUser)", "publish_rate = \(limits.publishRate)",
-                  "publish_burst = \(limits.publishBurst)", ""]
+                  "publish_burst = \(limits.publishBurst)", "query_rate = \(limits.queryRate)", "query_burst = \(limits.queryBurst)", ""]
         lines += ["[store]", "enabled = \(store.enabled)", "url = \(q(StoreSettings.Backend(url: store.url)?.redacted ?? store.url))",
                   "queue = \(q(store.queue))", "queue_type = \(q(store.queueType))",
                   "patterns = \(list(store.patterns))", "skip_types = \(list(store.skipTypes))",
