@@ -480,6 +480,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         head.writeString(Self.known.first { $0.code == status }?.reasonPhrase ?? "Status")
         head.writeStaticString("\r\ncontent-type: application/json\r\ncontent-length: ")
         head.writeString(String(length))
+        if status == 429 {
+            head.writeStaticString("\r\nretry-after: ")
+            head.writeString(RouteSupport.retryAfterSeconds)
+        }
         head.writeStaticString(close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n")
         return head
     }

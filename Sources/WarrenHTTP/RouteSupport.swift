@@ -70,8 +70,14 @@ struct RouteSupport: Sendable {
     }
 
     static func jsonResponse(_ status: Int, _ bytes: [UInt8]) -> Response {
-        Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if status == 429 { headers[.retryAfter] = retryAfterSeconds }
+        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
+
+    /// `Retry-After` on a 429 (RFC 6585): every rate is per second, so a second from now a
+    /// token is back (a connection slot or a device may take longer; the client backs off further then).
+    static let retryAfterSeconds = "1"
 
     /// Runs a handler, turning `ProtocolError`s into the JSON error bodies of DESIGN §5.
     static func respond(_ body: () async throws -> Response) async -> Response {

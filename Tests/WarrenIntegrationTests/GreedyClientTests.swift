@@ -149,11 +149,14 @@ struct GreedyClientTests {
             if f["code"]?.stringValue == "rate_limited" { limited.append(f["ref"]?.stringValue ?? "") }
         }
         #expect(answered >= 3 && answered + limited.count == 5 && limited.allSatisfy { $0.hasPrefix("h") }, "\(answered) \(limited)")
-        var statuses: [Int] = []
+        var statuses: [Int] = [], retryAfter: Set<String> = []
         for _ in 0..<3 {
-            statuses.append(try await HTTPTestClient.request(.GET, port: warren.port, "/v1/history?route=\(user).x&user=\(user)").status)
+            let r = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/history?route=\(user).x&user=\(user)")
+            statuses.append(r.status)
+            if r.status == 429 { retryAfter.insert(r.header("Retry-After") ?? "none") }
         }
         #expect(statuses.contains(429) && Set(statuses).isSubset(of: [200, 429]), "\(statuses)")
+        #expect(retryAfter == ["1"], "\(retryAfter)")
         // Publishing is not slowed, nor is another user.
         _ = try await s.request(#"{"op":"pub","route":"\#(user).x","body":"still","cid":"p"}"#, expect: "puback")
         let other = uniqueUser("other")
@@ -181,13 +184,16 @@ struct GreedyClientTests {
         #expect(acked >= 20 && acked < 40, "acked \(acked)")
         #expect(acked + limited.count == 60 && limited.allSatisfy { $0.hasPrefix("c") })
         // The same user's HTTP publishes share the bucket: drained, they get 429.
-        var statuses: [Int] = []
+        var statuses: [Int] = [], retryAfter: Set<String> = []
         for _ in 0..<30 {
             let r = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(user)",
                                                      body: #"{"route":"room.rate","body":"http"}"#)
             statuses.append(r.status)
+            if r.status == 429 { retryAfter.insert(r.header("Retry-After") ?? "none") }
         }
         #expect(statuses.contains(429) && Set(statuses).isSubset(of: [202, 429]), "\(statuses)")
+        // RFC 6585: when to come back.
+        #expect(retryAfter == ["1"], "\(retryAfter)")
         // Another user is not slowed down.
         let other = try await warren.socket(uniqueUser("quiet"))
         _ = try await other.request(#"{"op":"pub","route":"room.rate","body":"mine","cid":"q"}"#, expect: "puback")
