@@ -96,7 +96,7 @@ public final class BridgeRuntime: Sendable {
     public func store(for user: String, via: Via) throws(ProtocolError) -> Conversations {
         guard let conversations else { throw ProtocolError(.unavailable, "the conversation store is off (store.enabled = false)", ref: nil) }
         guard users.takeQuery(user) else {
-            metrics.limitHit(via == .poll ? .poll : .ws, .queryRate)
+            metrics.limitHit(Frontend(clientDoor: via), .queryRate)
             throw ProtocolError(.rateLimited, "store request rate limit: \(limits.queryRate) a second per user", ref: nil)
         }
         return conversations
@@ -121,7 +121,7 @@ public final class BridgeRuntime: Sendable {
         let (key, marker, moved) = try await store(for: user, via: via).markRead(user: user, route: route, id: id, rules: rules)
         guard moved else { return (key, marker) }
         guard users.takePublishes(user, count: 1) else {
-            metrics.limitHit(via == .poll ? .poll : .ws, .publishRate)
+            metrics.limitHit(Frontend(clientDoor: via), .publishRate)
             throw ProtocolError(.rateLimited, "publish rate limit: \(limits.publishRate) a second per user", ref: nil)
         }
         let receipt = PublishRequest(routes: [key], multicast: false, type: "read",

@@ -50,7 +50,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     private var me: ObjectIdentifier { ObjectIdentifier(self) }
     /// The door, for metrics and limit counts.
-    var frontend: Frontend { via == .poll ? .poll : .ws }
+    var frontend: Frontend { Frontend(clientDoor: via) }
 
     /// A client frame that needs waiting for (the broker, the store) before it is answered:
     /// handed back by ``receive(_:)`` to be finished by ``complete(_:)``.

@@ -75,7 +75,7 @@ public struct PendingPublish: Sendable {
         let elapsed = ContinuousClock.now - started
         for (route, bytes) in sent {
             publisher.metrics.message(route, .amqp, .out, bytes: bytes)
-            publisher.metrics.message(route, via == .poll ? .poll : .ws, .in, bytes: bytes)
+            publisher.metrics.message(route, Frontend(clientDoor: via), .in, bytes: bytes)
             publisher.metrics.confirmed(route, after: elapsed)
         }
         if let cid { publisher.remember(from: from, cid: cid, ids: ids, now: now) }
