@@ -432,6 +432,11 @@ public actor WarrenClient {
                 close()
                 break
             }
+            if !useWebSocket {
+                // Polling failed or was lost as well: nothing says the WebSocket is what cannot get
+                // through (Warren was unreachable, or restarting), so the next try starts with it.
+                nextWebSocketTry = .now
+            }
             if useWebSocket, !outcome.opened, canPoll {
                 // The WebSocket could not open: poll now, and try it again later.
                 nextWebSocketTry = .now + configuration.retryWebSocketAfter

@@ -38,7 +38,8 @@ struct WarrenClientTests {
 
         /// A client for `user`, open; through the proxies unless `direct`.
         func client(_ user: String, direct: Bool = false, token: String? = nil, transports: [Transport] = [.webSocket, .polling],
-                    pollWait: Int = 10, getToken: (@Sendable () async throws -> String)? = nil) async throws -> WarrenClient {
+                    pollWait: Int = 10, retryWebSocketAfter: Duration = .milliseconds(500),
+                    getToken: (@Sendable () async throws -> String)? = nil) async throws -> WarrenClient {
             let base = URL(string: "http://127.0.0.1:\(direct ? warren.port : http.port)")!
             let secret = WarrenClientTests.secret
             var c = WarrenClientConfiguration(url: base, token: try await self.token(user),
@@ -49,7 +50,7 @@ struct WarrenClientTests {
             c.transports = transports
             c.backoffInitial = .milliseconds(100)
             c.backoffMax = .seconds(1)
-            c.retryWebSocketAfter = .milliseconds(500)
+            c.retryWebSocketAfter = retryWebSocketAfter
             c.pollWait = pollWait
             let client = await WarrenClient.connect(c)
             try await client.waitUntilOpen()
@@ -494,6 +495,55 @@ struct WarrenClientTests {
         _ = try await live.until("live to the socket")
         await i.close()
         await j.close()
+        await rig.stop()
+    }
+
+    @Test func comesBackOverTheWebSocketAfterWarrenWasUnreachable() async throws {
+        let rig = try await Rig.start()
+        let kai = uniqueUser("kai"), lu = uniqueUser("lu")
+        // The WebSocket is not tried again from polling within the test: only the reconnect can
+        // bring the client back over it.
+        let k = try await rig.client(kai, retryWebSocketAfter: .seconds(3600))
+        let first = await k.transport
+        #expect(first == .webSocket)
+        let room = "room.\(uniqueUser("q"))"
+        let live = Reader(try await k.subscribe(room))
+        // Warren unreachable on both doors: the socket is lost, the backoff; the WebSocket fails,
+        // then polling, the second backoff.
+        rig.http.setDown(true)
+        rig.ws.setDown(true)
+        let waited = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                var retries = 0
+                for await s in k.states {
+                    if case .connecting(retryIn: .some) = s { retries += 1 }
+                    if retries == 2 { return true }
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(waited, "two retries while Warren is unreachable")
+        rig.http.setDown(false)
+        rig.ws.setDown(false)
+        let reopened = await Self.state(of: k, within: .seconds(20)) {
+            if case .open = $0 { true } else { false }
+        }
+        let transport = await k.transport
+        // Before 2026-11-28 it came back long-polling, for `retryWebSocketAfter`, as if the
+        // WebSocket were what could not get through.
+        #expect(reopened && transport == .webSocket, "back over \(String(describing: transport))")
+        let l = try await rig.client(lu, direct: true)
+        _ = try await l.publish(room, "after the outage")
+        _ = try await live.until("after the outage")
+        await k.close()
+        await l.close()
         await rig.stop()
     }
 }

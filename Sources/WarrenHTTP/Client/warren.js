@@ -304,6 +304,9 @@ export class WarrenClient {
         this.close();
         break;
       }
+      // Polling failed or was lost as well: nothing says the WebSocket is what cannot get
+      // through (Warren was unreachable, or restarting), so the next try starts with it.
+      if (!useWebSocket) nextWebSocketTry = 0;
       if (useWebSocket && !outcome.opened && this.transports.includes("polling")) {
         // The WebSocket could not open: poll now, and try it again later.
         nextWebSocketTry = Date.now() + this.retryWebSocketMs;

@@ -469,6 +469,36 @@ export const cases = [
       } finally { i.close(); j.close(); await env.control("acceptWebSocket"); }
     },
   },
+  {
+    name: "back over the WebSocket after Warren was unreachable",
+    async run(env) {
+      const kai = env.unique("kai"), lu = env.unique("lu");
+      // The WebSocket is not tried again from polling within the case: only the reconnect can
+      // bring the client back over it.
+      const k = await env.connect({ user: kai, retryWebSocketMs: 3600000 });
+      const l = await env.connect({ user: lu, direct: true });
+      try {
+        check(k.transport === "websocket", `websocket, got ${k.transport}`);
+        const room = "room." + env.unique("q");
+        const live = collect(k, room);
+        await live.sub.ready;
+        // Warren unreachable on both doors: the socket is lost, the backoff; the WebSocket fails,
+        // then polling, the second backoff.
+        await env.control("down");
+        let retries = 0;
+        await waitFor("two retries while Warren is unreachable", 15000, (resolve) => k.on("state", (s, detail) => {
+          if (s === "connecting" && detail?.retryInMs !== undefined && ++retries === 2) resolve();
+        }));
+        await env.control("forward");
+        await stateIs(k, "open");
+        // Before 2026-11-28 it came back long-polling, for `retryWebSocketMs`, as if the
+        // WebSocket were what could not get through.
+        check(k.transport === "websocket", `back over ${k.transport}`);
+        await l.publish(room, "after the outage");
+        await live.inbox.until("after the outage");
+      } finally { k.close(); l.close(); await env.control("forward"); }
+    },
+  },
 ];
 
 /**
