@@ -28,6 +28,7 @@ public enum HTTPFrontend {
         case ["*"]: router.add(middleware: CORSMiddleware(allowOrigin: .all, allowMethods: methods))
         case let origins: router.add(middleware: AllowedOriginsMiddleware(origins, allowMethods: methods))
         }
+        router.add(middleware: NotFoundMiddleware())
         let polls = PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions)
         polls.register(on: router)
         StoreRoutes(link: link, support: polls.support).register(on: router)
@@ -36,6 +37,7 @@ public enum HTTPFrontend {
         // port only the operators' network reaches), the health checks on both.
         let inside: HostAndPort? = configuration.http.internalListen.isEmpty ? nil : HostAndPort(configuration.http.internalListen)
         let operations = inside == nil ? router : Router()
+        if inside != nil { operations.add(middleware: NotFoundMiddleware()) }
         health(on: router, link: link)
         if inside != nil { health(on: operations, link: link) }
         readOnly(operations, "metrics") {
