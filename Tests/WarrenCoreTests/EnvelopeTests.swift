@@ -26,8 +26,21 @@ import Testing
     }
 
     @Test func numbersKeepTheirTextAndOrderIsKept() throws {
-        let v = try JSONParser.parse("{\"z\":1.10,\"a\":[1e400,-0]}")
-        #expect(String(decoding: v.encoded, as: UTF8.self) == "{\"z\":1.10,\"a\":[1e400,-0]}")
+        let text = "{\"z\":1.10,\"a\":[1e300,-0,123456789012345678901234567890]}"
+        let v = try JSONParser.parse(text)
+        #expect(String(decoding: v.encoded, as: UTF8.self) == text)
+    }
+
+    /// A number past a double's range is Infinity to JavaScript and an error to Swift's
+    /// JSONDecoder (a whole frame or history page refused over it): refused where Warren reads
+    /// JSON. Before 2026-11-28 `1e999` was published and stored as given.
+    @Test func numbersPastADoublesRangeAreRefused() {
+        for text in ["1e400", "[-1e309]", "{\"n\":1.8e308}", "1" + String(repeating: "0", count: 309)] {
+            #expect(throws: JSONError.self, "\(text)") { try JSONParser.parse(text) }
+        }
+        #expect(throws: ProtocolError.self) {
+            try ClientFrame.parse(Array(#"{"op":"pub","route":"alice.bob","body":1e999}"#.utf8))
+        }
     }
 
     @Test func stringsRoundTrip() throws {

@@ -13,6 +13,9 @@ import Testing
         #"{"v":1,"body":{"k":[{},[],""]}}"#, #""\u00e9\ud83d\ude00\n\t\"\\\/\b\f\r""#, "\"é😀\"", "\"\\u0000\"",
         String(repeating: "[", count: 64) + String(repeating: "]", count: 64),
         String(repeating: "[", count: 63) + "1" + String(repeating: "]", count: 63),
+        // Numbers a double holds, however they are written: exact text is kept, clients round.
+        "1e308", "-1.7976931348623157e308", "1.7976931348623157E+308", "123456789012345678901234567890", "1e-999",
+        "0.000001e309", "0e99999999999999999999", String(repeating: "9", count: 308), "-" + String(repeating: "1", count: 309),
     ]
 
     static let invalid: [[UInt8]] = [
@@ -20,6 +23,8 @@ import Testing
         "tru", "nulll", "[1]x", #""abc"#, #""\x""#, #""\u12g4""#, #""\ud83d""#, #""\ude00""#, #""\ud83d\u0041""#,
         "\"a\u{1}b\"", "\"tab\there\"", String(repeating: "[", count: 65) + String(repeating: "]", count: 65),
         String(repeating: "[", count: 64) + "1" + String(repeating: "]", count: 64), #"{"a":1}}"#, "[]]", "[}", "{]",
+        // Past a double's range: Infinity to JavaScript, an error to Swift's JSONDecoder.
+        "1e999", "-1e309", "1.8e308", #"{"n":[1e99999999999999999999]}"#, "1" + String(repeating: "0", count: 309),
     ].map { Array($0.utf8) } + [
         [0x22, 0xC0, 0x80, 0x22],              // overlong NUL
         [0x22, 0xE0, 0x80, 0x80, 0x22],        // overlong three-byte form

@@ -91,23 +91,39 @@ public struct JSONParser {
         let start = i
         if bytes[i] == UInt8(ascii: "-") { i += 1 }
         guard i < bytes.count, isDigit(bytes[i]) else { throw error("invalid number") }
+        let integerStart = i
         if bytes[i] == UInt8(ascii: "0") {
             i += 1
         } else {
             while i < bytes.count, isDigit(bytes[i]) { i += 1 }
         }
+        let integerDigits = i - integerStart
         if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
             i += 1
             guard i < bytes.count, isDigit(bytes[i]) else { throw error("invalid number") }
             while i < bytes.count, isDigit(bytes[i]) { i += 1 }
         }
+        var exponent = 0
         if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
             i += 1
-            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            var sign = 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") {
+                if bytes[i] == UInt8(ascii: "-") { sign = -1 }
+                i += 1
+            }
             guard i < bytes.count, isDigit(bytes[i]) else { throw error("invalid number") }
-            while i < bytes.count, isDigit(bytes[i]) { i += 1 }
+            while i < bytes.count, isDigit(bytes[i]) {
+                exponent = JSONNumberRange.accumulate(exponent, digit: bytes[i])
+                i += 1
+            }
+            exponent *= sign
         }
-        return String(decoding: bytes[start..<i], as: UTF8.self)
+        let text = String(decoding: bytes[start..<i], as: UTF8.self)
+        guard JSONNumberRange.isFinite(integerDigits: integerDigits, exponent: exponent, text: { text }) else {
+            i = start
+            throw error("number out of range (a double holds up to ±1.8e308)")
+        }
+        return text
     }
 
     private func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }

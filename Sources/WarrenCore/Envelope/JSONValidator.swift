@@ -1,6 +1,6 @@
 /// Tells whether bytes are one complete JSON document, as strictly as ``JSONParser`` reads one
 /// (RFC 8259; nesting up to ``JSONParser/maxDepth``; strings of valid UTF-8 without control
-/// characters, escapes well formed, surrogates paired), without building it: one pass over the
+/// characters, escapes well formed, surrogates paired; numbers a double holds), without building it: one pass over the
 /// bytes, no allocation.
 ///
 /// It guards the one place Warren hands bytes from the broker to clients without parsing them:
@@ -128,25 +128,40 @@ public enum JSONValidator {
         @inline(__always) func isDigit(_ k: Int) -> Bool { k < n && p[k] >= UInt8(ascii: "0") && p[k] <= UInt8(ascii: "9") }
 
         mutating func number() -> Bool {
+            let start = i
             if p[i] == UInt8(ascii: "-") { i += 1 }
             guard isDigit(i) else { return false }
+            let integerStart = i
             if p[i] == UInt8(ascii: "0") {
                 i += 1
             } else {
                 while isDigit(i) { i += 1 }
             }
+            let integerDigits = i - integerStart
             if i < n, p[i] == UInt8(ascii: ".") {
                 i += 1
                 guard isDigit(i) else { return false }
                 while isDigit(i) { i += 1 }
             }
+            var exponent = 0
             if i < n, p[i] == UInt8(ascii: "e") || p[i] == UInt8(ascii: "E") {
                 i += 1
-                if i < n, p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-") { i += 1 }
+                var sign = 1
+                if i < n, p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-") {
+                    if p[i] == UInt8(ascii: "-") { sign = -1 }
+                    i += 1
+                }
                 guard isDigit(i) else { return false }
-                while isDigit(i) { i += 1 }
+                while isDigit(i) {
+                    exponent = JSONNumberRange.accumulate(exponent, digit: p[i])
+                    i += 1
+                }
+                exponent *= sign
             }
-            return true
+            let p = self.p, end = i
+            return JSONNumberRange.isFinite(integerDigits: integerDigits, exponent: exponent) {
+                String(decoding: UnsafeRawBufferPointer(rebasing: p[start..<end]), as: UTF8.self)
+            }
         }
 
         /// A string from its opening quote, leaving `i` after the closing one.
