@@ -1,7 +1,7 @@
 /// Tells whether bytes are one complete JSON document, as strictly as ``JSONParser`` reads one
 /// (RFC 8259; nesting up to ``JSONParser/maxDepth``; strings of valid UTF-8 without control
-/// characters, escapes well formed, surrogates paired; numbers a double holds), without building it: one pass over the
-/// bytes, no allocation.
+/// characters, escapes well formed, surrogates paired; numbers a double holds), without building
+/// it: one pass over the bytes, no allocation.
 ///
 /// It guards the one place Warren hands bytes from the broker to clients without parsing them:
 /// a message marked as Warren's own (``EnvelopeAMQPMapping``), which any AMQP publisher can
