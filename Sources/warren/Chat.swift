@@ -74,7 +74,8 @@ struct Chat: AsyncParsableCommand {
             do {
                 _ = try await client.publish(route, .string(line), cid: cid)
             } catch {
-                Self.status("not sent (\(error)): \(line)")
+                // The line as typed, cut short: a pasted page refused as too large is not echoed whole.
+                Self.status("not sent (\(error)): \(line.count > 80 ? line.prefix(79) + "…" : line)")
             }
         }
         incoming.cancel()

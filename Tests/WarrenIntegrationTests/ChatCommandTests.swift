@@ -38,6 +38,12 @@ struct ChatCommandTests {
         // Its own line is not echoed back to the terminal.
         #expect(WarrenProcess.count(of: "hello from the terminal", in: chat.log) == 0)
 
+        // A line too large to publish is refused with its code, and not echoed back whole.
+        chat.type(String(repeating: "x", count: 70_000))
+        #expect(await chat.waitForLog("not sent (too_large", timeout: .seconds(20)), "the refusal is not in the terminal:\n\(chat.log.suffix(2_000))")
+        let refusal = chat.log.split(separator: "\n").first { $0.contains("not sent") } ?? ""
+        #expect(refusal.count < 300, "the refused line was echoed whole: \(refusal.count) characters")
+
         // End of input: the chat leaves cleanly.
         chat.endInput()
         #expect(await chat.waitForExit() == 0, "the chat did not end at end of input:\n\(chat.log)")
