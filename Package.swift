@@ -183,8 +183,12 @@ let package = Package(
             name: "WarrenHTTPTests",
             dependencies: [
                 "WarrenHTTP",
+                "WarrenCore",
+                "AMQPClient",
                 "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]

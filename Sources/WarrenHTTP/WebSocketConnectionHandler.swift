@@ -302,6 +302,10 @@ final class WebSocketConnectionHandler: ChannelInboundHandler {
         closeTimer?.cancel()
         held.removeAll()
         guard let session, let output else { return }
+        // The output's close closure holds this handler (and its context): let go of the
+        // output and the session, or the three and the channel they hold outlive the socket.
+        self.session = nil
+        self.output = nil
         output.use(nil)
         door.sockets.remove(output)
         runtime.users.closeConnection(admitted.identity.user)
