@@ -487,7 +487,7 @@ public actor WarrenClient {
             ws = already
         } else {
             do {
-                ws = try await WebSocketConnection.connect(to: webSocketURL())
+                ws = try await WebSocketConnection.connect(to: webSocketURL(), heartbeat: configuration.heartbeat, timeout: configuration.timeout)
             } catch let e as WarrenError {
                 return Outcome(opened: false, unauthorized: e.status == 401)
             } catch {
@@ -611,7 +611,7 @@ public actor WarrenClient {
         let due = pollNextProbe
         Task {
             try? await Task.sleep(until: due)
-            let ws = self.probeIsWanted() ? try? await WebSocketConnection.connect(to: self.webSocketURL()) : nil
+            let ws = self.probeIsWanted() ? try? await WebSocketConnection.connect(to: self.webSocketURL(), heartbeat: self.configuration.heartbeat, timeout: self.configuration.timeout) : nil
             self.probed(ws)
         }
     }

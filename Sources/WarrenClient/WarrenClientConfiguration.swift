@@ -24,6 +24,12 @@ public struct WarrenClientConfiguration: Sendable {
     public var pollWait: Int = 25
     /// How often a long-polling client tries the WebSocket again.
     public var retryWebSocketAfter: Duration = .seconds(30)
+    /// A WebSocket silent this long is pinged. A connection can go silent without closing (a
+    /// network that dropped, a machine that slept); this is how the client finds out.
+    public var heartbeat: Duration = .seconds(25)
+    /// A WebSocket still silent this long after its ping is lost (and reconnected), as is one
+    /// whose upgrade is unanswered this long.
+    public var timeout: Duration = .seconds(20)
 
     public init(url: URL, token: String? = nil, user: String? = nil, device: String = "default",
                 getToken: (@Sendable () async throws -> String)? = nil) {

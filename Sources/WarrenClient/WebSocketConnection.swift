@@ -5,8 +5,8 @@ import NIOPosix
 import NIOSSL
 import NIOWebSocket
 
-/// A client WebSocket on SwiftNIO: text frames in and out, pings answered, the close code
-/// reported. Its events end with one `.closed`.
+/// A client WebSocket on SwiftNIO: text frames in and out, pings answered, a silent connection
+/// pinged and given up on, the close code reported. Its events end with one `.closed`.
 final class WebSocketConnection: Sendable {
     enum Event: Sendable {
         case text(String)
@@ -24,8 +24,11 @@ final class WebSocketConnection: Sendable {
 
     /// Connects and upgrades; throws a ``WarrenError`` when the upgrade is refused (with the
     /// HTTP status Warren answered), the server cannot be reached, or the upgrade is not
-    /// answered within `timeout`.
-    static func connect(to url: URL, timeout: TimeAmount = .seconds(10)) async throws -> WebSocketConnection {
+    /// answered within `timeout`. Once open, the socket is pinged after `heartbeat` without a
+    /// frame from Warren, and closed (`.closed(code: nil)`) when `timeout` passes after that
+    /// ping with still nothing.
+    static func connect(to url: URL, heartbeat: Duration = .seconds(25), timeout: Duration = .seconds(20)) async throws -> WebSocketConnection {
+        let (heartbeat, timeout) = (TimeAmount(heartbeat), TimeAmount(timeout))
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false), let host = components.host else {
             throw WarrenError("bad_frame", "not a WebSocket URL: \(url)")
         }
@@ -50,7 +53,8 @@ final class WebSocketConnection: Sendable {
                             let sync = channel.pipeline.syncOperations
                             // The request writer speaks HTTP: it leaves with the HTTP handlers.
                             sync.removeHandler(try sync.handler(type: UpgradeRequestHandler.self), promise: nil)
-                            try sync.addHandler(FrameHandler(continuation))
+                            try sync.addHandler(IdleStateHandler(readTimeout: heartbeat))
+                            try sync.addHandler(FrameHandler(continuation, answerWithin: timeout))
                             upgraded.succeed(())
                         }
                     }
@@ -150,20 +154,30 @@ private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChann
     }
 }
 
-/// Text frames to the event stream; pings answered; a close frame's code kept for the end.
+/// Text frames to the event stream; pings answered; a close frame's code kept for the end. A
+/// connection the `IdleStateHandler` before it finds silent is pinged, and closed when nothing
+/// comes within `answerWithin` after.
 private final class FrameHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
     private let continuation: AsyncStream<WebSocketConnection.Event>.Continuation
+    private let answerWithin: TimeAmount
     private var closeCode: UInt16?
     private var fragments: ByteBuffer?
+    /// Closes the connection unless a frame comes first (set when the silent socket was pinged).
+    private var unanswered: Scheduled<Void>?
 
-    init(_ continuation: AsyncStream<WebSocketConnection.Event>.Continuation) {
+    init(_ continuation: AsyncStream<WebSocketConnection.Event>.Continuation, answerWithin: TimeAmount) {
         self.continuation = continuation
+        self.answerWithin = answerWithin
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if let unanswered {
+            unanswered.cancel()
+            self.unanswered = nil
+        }
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text:
@@ -195,7 +209,19 @@ private final class FrameHandler: ChannelInboundHandler {
         }
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read else {
+            return context.fireUserInboundEventTriggered(event)
+        }
+        guard unanswered == nil else { return }
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, maskKey: .random(), data: ByteBuffer())), promise: nil)
+        let channel = context.channel
+        unanswered = context.eventLoop.scheduleTask(in: answerWithin) { channel.close(promise: nil) }
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        unanswered?.cancel()
+        unanswered = nil
         continuation.yield(.closed(code: closeCode))
         continuation.finish()
         context.fireChannelInactive()

@@ -6,8 +6,9 @@ import Testing
 /// headless Chromium (Debian's `chromium`, which `scripts/test.sh` installs when missing),
 /// through proxies it cuts, holds and refuses: publish/subscribe live and inbox, inbox
 /// redelivery after a reconnect, a publish retried across a forced disconnect arriving once,
-/// subscriptions after Warren's broker connection is closed, token refresh on 4401, and the
-/// long-poll fallback when `/v1/ws` is refused (and the move back).
+/// subscriptions after Warren's broker connection is closed, token refresh on 4401, the
+/// long-poll fallback when `/v1/ws` is refused (and the move back), and a silent connection
+/// (WebSocket or long-poll) noticed and replaced.
 @Suite("JavaScript client", .serialized)
 struct JavaScriptClientTests {
     static let secret = "js-client-test-secret-0123456789abcdef"

@@ -8,8 +8,8 @@ import WarrenClient
 /// proxies (``OutageProxy``) the tests cut, mute and refuse: publish/subscribe live and inbox,
 /// inbox redelivery after a reconnect, a publish retried across a forced disconnect arriving
 /// once, subscriptions after Warren's broker connection is closed, token refresh on 4401, and
-/// the long-poll fallback when `/v1/ws` is refused (and the move back). The same cases as the
-/// JavaScript client's (`clients/js/test/cases.js`).
+/// the long-poll fallback when `/v1/ws` is refused (and the move back), a silent WebSocket
+/// noticed and replaced. The same cases as the JavaScript client's (`clients/js/test/cases.js`).
 @Suite("Swift client", .serialized)
 struct WarrenClientTests {
     static let secret = "swift-client-test-secret-0123456789abcdef"
@@ -39,6 +39,7 @@ struct WarrenClientTests {
         /// A client for `user`, open; through the proxies unless `direct`.
         func client(_ user: String, direct: Bool = false, token: String? = nil, transports: [Transport] = [.webSocket, .polling],
                     pollWait: Int = 10, retryWebSocketAfter: Duration = .milliseconds(500),
+                    heartbeat: Duration = .seconds(25), timeout: Duration = .seconds(20),
                     getToken: (@Sendable () async throws -> String)? = nil) async throws -> WarrenClient {
             let base = URL(string: "http://127.0.0.1:\(direct ? warren.port : http.port)")!
             let secret = WarrenClientTests.secret
@@ -52,6 +53,8 @@ struct WarrenClientTests {
             c.backoffMax = .seconds(1)
             c.retryWebSocketAfter = retryWebSocketAfter
             c.pollWait = pollWait
+            c.heartbeat = heartbeat
+            c.timeout = timeout
             let client = await WarrenClient.connect(c)
             try await client.waitUntilOpen()
             return client
@@ -542,6 +545,36 @@ struct WarrenClientTests {
         let l = try await rig.client(lu, direct: true)
         _ = try await l.publish(room, "after the outage")
         _ = try await live.until("after the outage")
+        await k.close()
+        await l.close()
+        await rig.stop()
+    }
+
+    @Test func aWebSocketGoneSilentIsNoticedAndReplaced() async throws {
+        let rig = try await Rig.start()
+        let kim = uniqueUser("kim"), lee = uniqueUser("lee")
+        let k = try await rig.client(kim, transports: [.webSocket], heartbeat: .milliseconds(300), timeout: .milliseconds(700))
+        let room = "room.\(uniqueUser("s"))"
+        let live = Reader(try await k.subscribe(room))
+        let inbox = Reader(try await k.subscribe("#.\(kim).#", mode: .inbox))
+        // Warren's bytes to the client are dropped and the connection stays open (a network that
+        // dropped without a word): only the client's own watch can tell. Before 2026-11-29 the
+        // client stayed open on it, hearing nothing, for ever.
+        rig.ws.setMuted(true)
+        let noticed = await Self.state(of: k, within: .seconds(15)) {
+            if case .connecting = $0 { true } else { false }
+        }
+        #expect(noticed, "the silent socket noticed")
+        rig.ws.setMuted(false)
+        let reopened = await Self.state(of: k, within: .seconds(20)) {
+            if case .open = $0 { true } else { false }
+        }
+        #expect(reopened, "open again")
+        let l = try await rig.client(lee, direct: true)
+        _ = try await l.publish(room, "live after the silence")
+        _ = try await live.until("live after the silence")
+        _ = try await l.publish([kim, lee].sorted().joined(separator: "."), "to the inbox after the silence")
+        _ = try await inbox.until("to the inbox after the silence")
         await k.close()
         await l.close()
         await rig.stop()

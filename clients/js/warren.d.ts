@@ -50,6 +50,14 @@ export interface ConnectOptions {
   pollWait?: number;
   /** How often a long-polling client tries the WebSocket again (ms, default 30000). */
   retryWebSocketMs?: number;
+  /** A WebSocket silent this long is pinged (`{"op":"ping"}`; ms, default 25000). */
+  heartbeatMs?: number;
+  /**
+   * How long a silent connection is waited for (ms, default 20000): a WebSocket still silent this
+   * long after its ping, or whose handshake is unanswered this long, is lost (and reconnected);
+   * an HTTP request unanswered this long (a long-poll: this long past its wait) fails `unavailable`.
+   */
+  timeoutMs?: number;
 }
 
 export interface SubscribeOptions {

@@ -36,6 +36,11 @@ const sleep = (ms, signal) => new Promise((resolve) => {
   signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
 });
 const randomWord = () => Math.random().toString(36).slice(2, 10);
+/** Lets go of a WebSocket that went silent: its events are no longer heard, and it is closed (on a dead network its close never completes). */
+const abandon = (ws) => {
+  ws.onopen = ws.onmessage = ws.onerror = ws.onclose = null;
+  try { ws.close(4000, "no answer"); } catch { /* closed already */ }
+};
 
 /** Remembers the last `limit` ids handed to a handler (inbox redeliveries are not shown twice). */
 class RecentIds {
@@ -83,7 +88,11 @@ export class WarrenClient {
    *   them), `getToken` (async, called for a fresh token on 4401 / 401), `transports`
    *   (default `["websocket", "polling"]`), `WebSocket`, `fetch`, `wsUrl` (the WebSocket
    *   endpoint when it is not `<url>/v1/ws`), `backoff` ({initial, max} ms), `pollWait` (s),
-   *   `retryWebSocketMs` (how often a polling client tries the WebSocket again).
+   *   `retryWebSocketMs` (how often a polling client tries the WebSocket again), `heartbeatMs`
+   *   (a WebSocket silent this long is pinged, default 25000) and `timeoutMs` (default 20000: a
+   *   WebSocket still silent this long after its ping is lost, as is one whose handshake is
+   *   unanswered this long; an HTTP request unanswered this long, a long-poll this long past
+   *   its `pollWait`, fails `unavailable`).
    */
   constructor(options = {}) {
     const origin = typeof location !== "undefined" ? location.origin : undefined;
@@ -101,6 +110,8 @@ export class WarrenClient {
     this.backoff = { initial: 250, max: 15000, ...(options.backoff || {}) };
     this.pollWait = options.pollWait ?? 25;
     this.retryWebSocketMs = options.retryWebSocketMs ?? 30000;
+    this.heartbeatMs = options.heartbeatMs ?? 25000;
+    this.timeoutMs = options.timeoutMs ?? 20000;
 
     this.state = "connecting";       // connecting | open | closed
     this.transport = null;           // websocket | polling
@@ -235,23 +246,38 @@ export class WarrenClient {
     return h;
   }
 
-  /** An HTTP request with the client's credentials; JSON in and out, errors as WarrenError. A 401 refreshes the token once. */
-  async request(method, path, body, { signal, refreshed = false } = {}) {
+  /**
+   * An HTTP request with the client's credentials; JSON in and out, errors as WarrenError. A 401
+   * refreshes the token once. Unanswered after `timeoutMs` (default the client's; a connection
+   * gone silent answers nothing, and fetch waits for ever), it fails `unavailable`.
+   */
+  async request(method, path, body, { signal, refreshed = false, timeoutMs = this.timeoutMs } = {}) {
     const a = this.authQuery();
     const url = this.url + path + (a ? (path.includes("?") ? "&" : "?") + a : "");
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    if (signal?.aborted) stop.abort(); else signal?.addEventListener("abort", onAbort, { once: true });
+    let timedOut = false;
+    const timer = setTimeout(() => { timedOut = true; stop.abort(); }, timeoutMs);
     let res;
+    let json = null;
     try {
       res = await this.fetchImpl(url, {
-        method, signal, headers: this.authHeaders(body !== undefined),
+        method, signal: stop.signal, headers: this.authHeaders(body !== undefined),
         body: body === undefined ? undefined : JSON.stringify(body),
       });
+      if (res.status !== 204) try { json = await res.json(); } catch { /* not JSON, or cut */ }
     } catch (e) {
+      if (timedOut) throw new WarrenError("unavailable", `no answer from Warren within ${timeoutMs} ms`);
       if (signal?.aborted) throw new WarrenError("aborted", "aborted");
       throw new WarrenError("unavailable", `cannot reach Warren: ${e.message || e}`);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
     }
+    if (timedOut && json === null) throw new WarrenError("unavailable", `no answer from Warren within ${timeoutMs} ms`);
+    if (signal?.aborted && json === null) throw new WarrenError("aborted", "aborted");
     if (res.status === 204) return {};
-    let json = null;
-    try { json = await res.json(); } catch { /* not JSON */ }
     if (res.ok) return json || {};
     const error = json?.error ? new WarrenError(json.error.code, json.error.message, res.status, json.error.ref)
       : new WarrenError(res.status >= 500 ? "unavailable" : "bad_frame", `HTTP ${res.status}`, res.status);
@@ -327,7 +353,7 @@ export class WarrenClient {
 
   // MARK: WebSocket
 
-  /** Opens a WebSocket; resolves with it once open, or null. */
+  /** Opens a WebSocket; resolves with it once open, or null (refused, or unanswered for `timeoutMs`). */
   openWebSocket() {
     const q = new URLSearchParams({ device: this.device });
     if (this.token) q.set("token", this.token); else if (this.user) q.set("user", this.user);
@@ -335,11 +361,12 @@ export class WarrenClient {
     try { ws = new this.WebSocketImpl(this.wsUrl + (this.wsUrl.includes("?") ? "&" : "?") + q); } catch { return Promise.resolve(null); }
     return new Promise((resolve) => {
       const early = [];
-      ws.onopen = () => { ws.early = early; resolve(ws); };
+      const timer = setTimeout(() => { abandon(ws); resolve(null); }, this.timeoutMs);
+      ws.onopen = () => { clearTimeout(timer); ws.early = early; resolve(ws); };
       ws.onmessage = (event) => early.push(event);
       // A refused handshake: browsers report error then close, Node's WebSocket only error.
-      ws.onerror = () => resolve(null);
-      ws.onclose = () => resolve(null);
+      ws.onerror = () => { clearTimeout(timer); resolve(null); };
+      ws.onclose = () => { clearTimeout(timer); resolve(null); };
     });
   }
 
@@ -380,13 +407,28 @@ export class WarrenClient {
         if (acks.length === 0) queueMicrotask(flushAcks);
         acks.push(id);
       };
+      // A connection can go silent without closing (a network that dropped, a laptop that
+      // slept): after `heartbeatMs` without a frame the socket is pinged, and after `timeoutMs`
+      // more it is taken as lost. A frame heard resets both.
+      let heard = true;
+      let silentMs = 0;
+      const tick = Math.max(10, Math.min(this.heartbeatMs, this.timeoutMs) / 4);
+      const watch = setInterval(() => {
+        if (heard) { heard = false; silentMs = 0; return; }
+        const before = silentMs;
+        silentMs += tick;
+        if (before < this.heartbeatMs && silentMs >= this.heartbeatMs && ws.readyState === WS_OPEN) ws.send('{"op":"ping"}');
+        if (silentMs >= this.heartbeatMs + this.timeoutMs) { abandon(ws); ended({ code: 1006 }); }
+      }, tick);
       const onMessage = (event) => {
+        heard = true;
         let f;
         try { f = JSON.parse(typeof event.data === "string" ? event.data : String(event.data)); } catch { return; }
         this.onFrame(f, ack);
       };
       ws.onmessage = onMessage;
-      ws.onclose = (event) => {
+      const ended = (event) => {
+        clearInterval(watch);
         if (this.socket === ws) { this.socket = null; this.resubscribing = null; }
         for (const [, p] of this.pending) p.sending = false;
         const code = event.code;
@@ -394,6 +436,7 @@ export class WarrenClient {
         else if (code === 1008) resolve({ opened: true, fatal: new WarrenError("forbidden", `closed by Warren: ${event.reason || "policy"} (1008)`) });
         else resolve({ opened: true });
       };
+      ws.onclose = ended;
       this.socket = ws;
       // Open once every subscription is in effect again.
       this.resubscribing = new Set(this.subs.keys());
@@ -667,7 +710,8 @@ export class WarrenClient {
           // Interrupting the wait (a restart, a socket that opened, the close) leaves the request
           // going: an answer already on its way is taken by whoever takes the session over.
           const get = { abort: new AbortController() };
-          get.answer = this.request("GET", path + "?" + q, undefined, { signal: get.abort.signal, refreshed: true });
+          get.answer = this.request("GET", path + "?" + q, undefined,
+            { signal: get.abort.signal, refreshed: true, timeoutMs: this.pollWait * 1000 + this.timeoutMs });
           get.answer.catch(() => {});
           let onAbort = null;
           const interrupted = new Promise((resolve) => {

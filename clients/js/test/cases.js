@@ -499,6 +499,32 @@ export const cases = [
       } finally { k.close(); l.close(); await env.control("forward"); }
     },
   },
+  ...[["polling", "long-polling"], ["websocket", "a WebSocket"]].map(([transport, door]) => ({
+    name: `over ${door}, a connection gone silent is noticed and replaced`,
+    async run(env) {
+      const kim = env.unique("kim"), lee = env.unique("lee");
+      const k = await env.connect({ user: kim, transports: [transport], heartbeatMs: 300, timeoutMs: 700, pollWait: 1 });
+      const l = await env.connect({ user: lee, direct: true });
+      try {
+        check(k.transport === transport, `${transport}, got ${k.transport}`);
+        const room = "room." + env.unique("s");
+        const live = collect(k, room);
+        const inbox = collect(k, `#.${kim}.#`, { mode: "inbox" });
+        await Promise.all([live.sub.ready, inbox.sub.ready]);
+        // Warren's bytes to the client are held back and the connection stays open (a network
+        // that dropped without a word): only the client's own watch can tell. Before
+        // 2026-11-29 it waited for ever, open, and a long-poll or a handshake hung as long.
+        await env.control("hold");
+        await waitFor("the silent connection noticed", 15000, (resolve) => k.on("state", (s) => { if (s === "connecting") resolve(); }));
+        await env.control("forward");
+        await stateIs(k, "open");
+        await l.publish(room, "live after the silence");
+        await live.inbox.until("live after the silence");
+        await l.publish([kim, lee].sort().join("."), "to the inbox after the silence");
+        await inbox.inbox.until("to the inbox after the silence");
+      } finally { k.close(); l.close(); await env.control("forward"); }
+    },
+  })),
 ];
 
 /**
