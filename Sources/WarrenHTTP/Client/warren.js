@@ -31,9 +31,12 @@ export function connect(options) {
 }
 
 const WS_OPEN = 1;
+/** Resolves after `ms`, or at once when `signal` aborts; its abort listener goes either way. */
 const sleep = (ms, signal) => new Promise((resolve) => {
-  const timer = setTimeout(resolve, ms);
-  signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+  if (signal?.aborted) return resolve();
+  const done = () => { clearTimeout(timer); signal?.removeEventListener("abort", done); resolve(); };
+  const timer = setTimeout(done, ms);
+  signal?.addEventListener("abort", done, { once: true });
 });
 const randomWord = () => Math.random().toString(36).slice(2, 10);
 /** Lets go of a WebSocket that went silent: its events are no longer heard, and it is closed (on a dead network its close never completes). */

@@ -10,6 +10,7 @@
 // Prints one line per case, "ok <name>" or "not ok <name>: <why>"; exits 1 on any failure.
 import { spawn } from "node:child_process";
 import crypto from "node:crypto";
+import { getEventListeners } from "node:events";
 import http from "node:http";
 import net from "node:net";
 import { readFile } from "node:fs/promises";
@@ -110,6 +111,26 @@ const report = (where) => (name, error) => {
 // MARK: Node
 
 if (!args.browser) failures += await runAll(makeEnv({ connect, token: async (u, t, c) => token(u, t, c), control, ...urls }), report("node"));
+
+// Node only, where an EventTarget's listeners can be counted: a client retrying a Warren it
+// cannot reach (on both transports, with backoff) keeps no listener per retry. Each backoff
+// used to leave one on the client's own AbortSignal, and Node warned of a leak at the eleventh.
+if (!args.browser) {
+  const name = "a client retrying an unreachable Warren for long keeps no listener per retry";
+  const closed = net.createServer();
+  await new Promise((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const port = closed.address().port;
+  await new Promise((resolve) => closed.close(resolve));
+  const c = connect({ url: `http://127.0.0.1:${port}`, user: "nobody", backoff: { initial: 1, max: 5 } });
+  try {
+    let retries = 0;
+    await new Promise((resolve) => c.on("state", (s, detail) => { if (detail?.retryInMs !== undefined && ++retries === 40) resolve(); }));
+    const piled = getEventListeners(c.wakeLoop.signal, "abort").length;
+    const error = piled <= 1 ? null : new Error(`${piled} abort listeners on the client's signal after ${retries} retries`);
+    if (error) failures += 1;
+    report("node")(name, error);
+  } finally { c.close(); }
+}
 
 // MARK: Chromium
 
