@@ -54,6 +54,7 @@ import Testing
         expectError(##"{"op":"pub","route":"a","type":"bad type","cid":"c9"}"##, .badFrame, ref: "c9")
         expectError(##"{"op":"pub","route":"a","cid":""}"##, .badFrame)
         expectError(##"{"op":"pub","routes":[],"cid":"c"}"##, .badFrame, ref: "c")
+        expectError(##"{"op":"pub","routes":["alice.bob","room.x","alice.bob"],"cid":"c"}"##, .badFrame, ref: "c")
         expectError(##"{"op":"pub","route":"alice.bob","routes":["alice.carol"],"cid":"c"}"##, .badFrame, ref: "c")
         let headers = (0..<33).map { "\"h\($0)\":\"v\"" }.joined(separator: ",")
         expectError(##"{"op":"pub","route":"a","cid":"c","headers":{\##(headers)}}"##, .badFrame, ref: "c")

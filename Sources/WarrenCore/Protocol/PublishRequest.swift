@@ -33,7 +33,11 @@ public struct PublishRequest: Sendable, Equatable {
             multicast = true
             for item in items {
                 guard case .string(let s) = item else { throw ProtocolError(.badFrame, "routes must be strings", ref: ref) }
-                do { routes.append(try RouteKey(s)) } catch { throw ProtocolError(.badRoute, error.description, ref: ref) }
+                let route: RouteKey
+                do { route = try RouteKey(s) } catch { throw ProtocolError(.badRoute, error.description, ref: ref) }
+                // The same message twice to one conversation is a client's mistake, not a wish.
+                guard !routes.contains(route) else { throw ProtocolError(.badFrame, "routes must differ: \(s) is given twice", ref: ref) }
+                routes.append(route)
             }
         } else if let single = json["route"] {
             guard case .string(let s) = single else { throw ProtocolError(.badFrame, "route must be a string", ref: ref) }
