@@ -472,6 +472,10 @@ public actor WarrenClient {
 
     /// Runs a WebSocket (`already` open, or opened now); `left`, the poll session it replaces, is
     /// drained once the socket's subscriptions are in effect, so that the move misses nothing.
+    private func openWebSocket() async throws -> WebSocketConnection {
+        try await WebSocketConnection.connect(to: webSocketURL(), heartbeat: configuration.heartbeat, timeout: configuration.timeout)
+    }
+
     private func runWebSocket(_ already: WebSocketConnection?, handover left: LeftSession? = nil) async -> Outcome {
         handover = left
         if left != nil, heldLive == nil { heldLive = [] }
@@ -487,7 +491,7 @@ public actor WarrenClient {
             ws = already
         } else {
             do {
-                ws = try await WebSocketConnection.connect(to: webSocketURL(), heartbeat: configuration.heartbeat, timeout: configuration.timeout)
+                ws = try await openWebSocket()
             } catch let e as WarrenError {
                 return Outcome(opened: false, unauthorized: e.status == 401)
             } catch {
@@ -611,7 +615,7 @@ public actor WarrenClient {
         let due = pollNextProbe
         Task {
             try? await Task.sleep(until: due)
-            let ws = self.probeIsWanted() ? try? await WebSocketConnection.connect(to: self.webSocketURL(), heartbeat: self.configuration.heartbeat, timeout: self.configuration.timeout) : nil
+            let ws = self.probeIsWanted() ? try? await self.openWebSocket() : nil
             self.probed(ws)
         }
     }
