@@ -42,7 +42,11 @@ struct Chat: AsyncParsableCommand {
         let client = await WarrenClient.connect(.init(url: URL(string: url)!, token: token, user: token == nil ? user : nil, device: device))
         let transcript = Transcript(me: me, route: route)
         let states = Task {
-            for await state in client.states { Self.status(Self.describe(state, me: me)) }
+            var opened = false
+            for await state in client.states {
+                if case .open = state { opened = true }
+                Self.status(Self.describe(state, me: me, url: url, opened: opened))
+            }
         }
         defer { states.cancel() }
         try await client.waitUntilOpen()
@@ -138,11 +142,13 @@ struct Chat: AsyncParsableCommand {
         }
     }
 
-    static func describe(_ state: ClientState, me: String) -> String {
+    /// A state as a status line; `opened`: the chat was connected before (a retry is then a connection lost, else Warren not reached yet).
+    static func describe(_ state: ClientState, me: String, url: String, opened: Bool) -> String {
         switch state {
         case .connecting(nil): "connecting…"
         case .connecting(let wait?):
-            "connection lost; trying again in \(String(format: "%.1f", Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)) s"
+            "\(opened ? "connection lost" : "cannot reach Warren at \(url)"); trying again in "
+                + "\(String(format: "%.1f", Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)) s"
         case .open(.webSocket): "connected as \(me) (WebSocket)"
         case .open(.polling): "connected as \(me) (long-polling)"
         case .closed: "closed"

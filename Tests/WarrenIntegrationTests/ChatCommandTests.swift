@@ -52,6 +52,16 @@ struct ChatCommandTests {
         await warren.stop()
     }
 
+    /// A chat that cannot reach Warren says so, naming the URL, and keeps trying (it used to say
+    /// "connection lost" of a connection it never had).
+    @Test func aChatThatCannotReachWarrenSaysSo() async throws {
+        let url = "http://127.0.0.1:\(WarrenProcess.freePort())"
+        let chat = try WarrenProcess(["chat", "--url", url, "--user", uniqueUser("alice"), "--to", "bob"], input: true)
+        defer { chat.terminate() }
+        #expect(await chat.waitForLog("cannot reach Warren at \(url); trying again in", timeout: .seconds(20)), "\(chat.log)")
+        #expect(!chat.log.contains("connection lost"), "\(chat.log)")
+    }
+
     /// In a room: others' arrivals and departures as lines of their own (not presence JSON), a
     /// `{"text": …}` body (the demo page's) as its text.
     @Test func aRoomShowsWhoComesAndGoesAndTextBodies() async throws {
