@@ -74,6 +74,10 @@ public actor WarrenClient {
     private var closed = false
     private var loop: Task<Void, Never>?
     private var openWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// Why the client closed itself (Warren refused its token, or closed with 1008): what waiting
+    /// callers are told, instead of a bare `closed`.
+    private var endedBy: WarrenError?
+    private var closedError: WarrenError { endedBy ?? .closed }
 
     private var subscriptions: [String: Entry] = [:]
     private var pending: [String: Pending] = [:]
@@ -125,10 +129,11 @@ public actor WarrenClient {
         loop = Task { await self.run() }
     }
 
-    /// Waits until the client is open; throws once it is closed.
+    /// Waits until the client is open; throws once it is closed (with the reason when it closed
+    /// itself: `unauthorized`, `forbidden`).
     public func waitUntilOpen() async throws {
         if case .open = state { return }
-        if closed { throw WarrenError.closed }
+        if closed { throw closedError }
         try await withCheckedThrowingContinuation { openWaiters.append($0) }
     }
 
@@ -138,7 +143,7 @@ public actor WarrenClient {
     /// error: `forbidden`, `bad_route`, …). `presence` announces the user on a concrete live route.
     public func subscribe(_ pattern: String, mode: SubscriptionMode = .live, presence: Bool = false,
                           id: String? = nil) async throws -> Subscription {
-        guard !closed else { throw WarrenError.closed }
+        guard !closed else { throw closedError }
         counter += 1
         let id = id ?? "s\(counter)"
         guard subscriptions[id] == nil else { throw WarrenError("conflict", "subscription id \(id) is in use") }
@@ -147,7 +152,7 @@ public actor WarrenClient {
         subscriptions[id] = Entry(pattern: pattern, mode: mode, presence: presence, continuation: continuation)
         if let socket { socket.send(Wire.encode(subFrame(id))) } else if pollOpen { restartPolling() }
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-            if subscriptions[id] != nil { subscriptions[id]!.waiters.append(c) } else { c.resume(throwing: WarrenError.closed) }
+            if subscriptions[id] != nil { subscriptions[id]!.waiters.append(c) } else { c.resume(throwing: closedError) }
         }
         return Subscription(id: id, pattern: pattern, mode: mode, stream: stream, client: self)
     }
@@ -248,7 +253,7 @@ public actor WarrenClient {
 
     private func send(route: String?, routes: [String]?, _ body: JSONValue, type: String, headers: [String: String]?,
                       transient: Bool, cid: String?) async throws -> [String] {
-        guard !closed else { throw WarrenError.closed }
+        guard !closed else { throw closedError }
         counter += 1
         let frame = Wire.Pub(route: route, routes: routes, type: type, body: body, cid: cid ?? "\(prefix)-\(counter)",
                              headers: headers, transient: transient ? true : nil)
@@ -365,11 +370,11 @@ public actor WarrenClient {
         socket?.close()
         interruptPoll()
         resumePollAcked()
-        for p in pending.values { p.continuation.resume(throwing: WarrenError.closed) }
+        for p in pending.values { p.continuation.resume(throwing: closedError) }
         pending = [:]
         for entry in subscriptions.values {
             entry.continuation.finish()
-            for w in entry.waiters { w.resume(throwing: WarrenError.closed) }
+            for w in entry.waiters { w.resume(throwing: closedError) }
         }
         subscriptions = [:]
         setState(.closed)
@@ -389,7 +394,7 @@ public actor WarrenClient {
         case .closed:
             let waiters = openWaiters
             openWaiters = []
-            for w in waiters { w.resume(throwing: WarrenError.closed) }
+            for w in waiters { w.resume(throwing: closedError) }
         case .connecting:
             break
         }
@@ -420,6 +425,7 @@ public actor WarrenClient {
             }
             if let fatal = outcome.fatal {
                 errorContinuation.yield(fatal)
+                endedBy = fatal
                 close()
                 break
             }
@@ -428,7 +434,9 @@ public actor WarrenClient {
                     nextWebSocketTry = .now
                     continue
                 }
-                errorContinuation.yield(WarrenError("unauthorized", "the token was refused and getToken gave no other"))
+                let refused = WarrenError("unauthorized", "the token was refused and getToken gave no other")
+                errorContinuation.yield(refused)
+                endedBy = refused
                 close()
                 break
             }

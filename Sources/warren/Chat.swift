@@ -49,7 +49,13 @@ struct Chat: AsyncParsableCommand {
             }
         }
         defer { states.cancel() }
-        try await client.waitUntilOpen()
+        do {
+            try await client.waitUntilOpen()
+        } catch {
+            // Closed before it ever opened: Warren refused the credentials.
+            Self.status("cannot connect: \(error)")
+            throw ExitCode.failure
+        }
         // Live rooms; the user's inbox for conversations (every device its own queue).
         let subscription: Subscription
         do {

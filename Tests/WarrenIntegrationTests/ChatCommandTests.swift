@@ -62,6 +62,15 @@ struct ChatCommandTests {
         #expect(!chat.log.contains("connection lost"), "\(chat.log)")
     }
 
+    /// A token Warren refuses ends the chat with the reason, not a bare "closed".
+    @Test func aRefusedTokenEndsTheChatWithTheReason() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": "chat-test-secret-0123456789abcdefghij"])
+        let chat = try WarrenProcess(["chat", "--url", "http://127.0.0.1:\(warren.port)", "--token", "not.a.token", "--to", "bob"], input: true)
+        #expect(await chat.waitForExit(timeout: .seconds(30)) == 1, "\(chat.log)")
+        #expect(chat.log.contains("cannot connect: unauthorized"), "\(chat.log)")
+        await warren.stop()
+    }
+
     /// In a room: others' arrivals and departures as lines of their own (not presence JSON), a
     /// `{"text": …}` body (the demo page's) as its text.
     @Test func aRoomShowsWhoComesAndGoesAndTextBodies() async throws {

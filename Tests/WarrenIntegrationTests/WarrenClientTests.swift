@@ -579,4 +579,18 @@ struct WarrenClientTests {
         await l.close()
         await rig.stop()
     }
+
+    @Test func aRefusedTokenIsWhatWaitingCallersAreTold() async throws {
+        let rig = try await Rig.start()
+        var c = WarrenClientConfiguration(url: URL(string: "http://127.0.0.1:\(rig.warren.port)")!, token: "not.a.token")
+        c.backoffInitial = .milliseconds(100)
+        let client = await WarrenClient.connect(c)
+        // No getToken: the client closes itself, and says why (it used to say only "closed").
+        await #expect(throws: WarrenError.self) { try await client.waitUntilOpen() }
+        do { try await client.waitUntilOpen() } catch let e as WarrenError { #expect(e.code == "unauthorized", "\(e)") }
+        await #expect(throws: WarrenError.self) { _ = try await client.publish("a.b", "x") }
+        do { _ = try await client.publish("a.b", "x") } catch let e as WarrenError { #expect(e.code == "unauthorized", "\(e)") }
+        await client.close()
+        await rig.stop()
+    }
 }

@@ -186,7 +186,7 @@ export class WarrenClient {
    * is kept, with its `cid`, until then: resent after a reconnect, published once.
    */
   publish(route, body, options = {}) {
-    if (this.closed) return Promise.reject(new WarrenError("closed", "the client is closed"));
+    if (this.closed) return Promise.reject(this.endedBy);
     const cid = options.cid || `${this.prefix}-${++this.counter}`;
     // One publish per cid at a time: a second would take the first one's answer.
     if (this.pending.has(cid)) return Promise.reject(new WarrenError("conflict", `a publish with cid ${cid} is still unanswered`));
@@ -226,14 +226,23 @@ export class WarrenClient {
 
   /** Closes the client: pending publishes are rejected with `closed`. */
   close() {
+    this.end(new WarrenError("closed", "the client is closed"));
+  }
+
+  /**
+   * Closes the client, rejecting what waits with `reason`: `closed`, or why the client closed
+   * itself (`unauthorized`, `forbidden`), so a pending publish or subscription says why.
+   */
+  end(reason) {
     if (this.closed) return;
     this.closed = true;
+    this.endedBy = reason;
     this.wakeLoop.abort();
     this.socket?.close(1000);
     this.poll?.stop();
-    for (const [, p] of this.pending) p.reject(new WarrenError("closed", "the client is closed"));
+    for (const [, p] of this.pending) p.reject(reason);
     this.pending.clear();
-    for (const [, s] of this.subs) s.settle(new WarrenError("closed", "the client is closed"));
+    for (const [, s] of this.subs) s.settle(reason);
     this.setState("closed");
   }
 
@@ -324,13 +333,14 @@ export class WarrenClient {
       if (outcome.websocket) { opened = outcome.websocket; handover = outcome.handover; continue; }
       if (outcome.fatal) {
         this.emit("error", outcome.fatal);
-        this.close();
+        this.end(outcome.fatal);
         break;
       }
       if (outcome.unauthorized) {
         if (await this.refreshToken()) { nextWebSocketTry = 0; continue; }
-        this.emit("error", new WarrenError("unauthorized", "the token was refused and getToken gave no other"));
-        this.close();
+        const refused = new WarrenError("unauthorized", "the token was refused and getToken gave no other");
+        this.emit("error", refused);
+        this.end(refused);
         break;
       }
       // Polling failed or was lost as well: nothing says the WebSocket is what cannot get

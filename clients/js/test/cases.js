@@ -499,6 +499,18 @@ export const cases = [
       } finally { k.close(); l.close(); await env.control("forward"); }
     },
   },
+  {
+    name: "a refused token is what a pending publish and subscription are told",
+    async run(env) {
+      const c = await env.connect({ user: env.unique("nora"), token: "not.a.token", getToken: async () => null, wait: false });
+      const sub = c.subscribe("room." + env.unique("t"));
+      const reasons = await Promise.all([sub.ready, c.publish("room.x", "never")].map((p) => p.then(() => "resolved", (e) => e.code)));
+      // Before 2026-11-29 both were told only "closed".
+      check(reasons.every((r) => r === "unauthorized"), `told ${JSON.stringify(reasons)}`);
+      check(await c.publish("room.x", "after").then(() => "resolved", (e) => e.code) === "unauthorized", "a publish after the close");
+      check(c.state === "closed", `state ${c.state}`);
+    },
+  },
   ...[["polling", "long-polling"], ["websocket", "a WebSocket"]].map(([transport, door]) => ({
     name: `over ${door}, a connection gone silent is noticed and replaced`,
     async run(env) {
