@@ -166,6 +166,8 @@ export class WarrenClient {
     const id = options.id || "s" + (++this.counter);
     if (this.subs.has(id)) throw new WarrenError("conflict", `subscription id ${id} is in use`);
     const sub = new Subscription(this, id, pattern, options.mode || "live", !!options.presence, handler || (() => {}));
+    // On a closed client it fails at once (it would wait for ever), as a publish does.
+    if (this.closed) { sub.settle(this.endedBy); return sub; }
     this.subs.set(id, sub);
     if (this.socket) this.socket.send(JSON.stringify(sub.frame()));
     else if (this.poll) this.poll.restart();

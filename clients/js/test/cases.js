@@ -509,6 +509,8 @@ export const cases = [
       check(reasons.every((r) => r === "unauthorized"), `told ${JSON.stringify(reasons)}`);
       check(await c.publish("room.x", "after").then(() => "resolved", (e) => e.code) === "unauthorized", "a publish after the close");
       check(c.state === "closed", `state ${c.state}`);
+      const late = await c.subscribe("room.y").ready.then(() => "resolved", (e) => e.code);
+      check(late === "unauthorized", `a subscription after the close: ${late}`);
     },
   },
   ...[["polling", "long-polling"], ["websocket", "a WebSocket"]].map(([transport, door]) => ({
