@@ -410,6 +410,9 @@ public actor WarrenClient {
         var handover: LeftSession?
         let transports = configuration.transports
         let canPoll = transports.contains(.polling)
+        // Set once a token was refused and replaced: a fresh token refused too (with nothing
+        // opened in between) means the token source is wrong, not late, so the next ask waits.
+        var refreshedSinceOpen = false
         while !closed {
             let useWebSocket = transports.contains(.webSocket) && (opened != nil || !canPoll || ContinuousClock.now >= nextWebSocketTry)
             if case .open = state { setState(.connecting(retryIn: nil)) }
@@ -417,7 +420,10 @@ public actor WarrenClient {
             opened = nil
             handover = nil
             if closed { break }
-            if outcome.opened { attempt = 0 }
+            if outcome.opened {
+                attempt = 0
+                refreshedSinceOpen = false
+            }
             if let next = outcome.switchTo {
                 opened = next
                 handover = outcome.handover
@@ -430,7 +436,10 @@ public actor WarrenClient {
                 break
             }
             if outcome.unauthorized {
+                if refreshedSinceOpen { await backOff(attempt: &attempt) }
+                if closed { break }
                 if await refreshToken() {
+                    refreshedSinceOpen = true
                     nextWebSocketTry = .now
                     continue
                 }
@@ -450,12 +459,17 @@ public actor WarrenClient {
                 nextWebSocketTry = .now + configuration.retryWebSocketAfter
                 continue
             }
-            let ceiling = min(configuration.backoffMax, configuration.backoffInitial * (1 << min(attempt, 16)))
-            attempt += 1
-            let delay = ceiling * Double.random(in: 0..<1)
-            setState(.connecting(retryIn: delay))
-            try? await Task.sleep(for: delay)
+            await backOff(attempt: &attempt)
         }
+    }
+
+    /// Waits out the reconnect backoff for `attempt` (exponential, full jitter), and counts it.
+    private func backOff(attempt: inout Int) async {
+        let ceiling = min(configuration.backoffMax, configuration.backoffInitial * (1 << min(attempt, 16)))
+        attempt += 1
+        let delay = ceiling * Double.random(in: 0..<1)
+        setState(.connecting(retryIn: delay))
+        try? await Task.sleep(for: delay)
     }
 
     private func openedAs(_ transport: Transport) {

@@ -593,4 +593,39 @@ struct WarrenClientTests {
         await client.close()
         await rig.stop()
     }
+
+    /// A getToken that hands out tokens Warren refuses (signed with the wrong key, say) is asked
+    /// again only after the backoff: before 2026-11-29 the client asked it, and tried Warren,
+    /// in a tight loop (over a hundred times a second).
+    @Test func aFreshTokenRefusedAgainWaitsOutTheBackoff() async throws {
+        let rig = try await Rig.start()
+        let asked = NIOLockedValueBox(0)
+        var c = WarrenClientConfiguration(url: URL(string: "http://127.0.0.1:\(rig.warren.port)")!, token: "not.a.token",
+                                          getToken: { asked.withLockedValue { $0 += 1 }; return "still.not.a.token" })
+        c.backoffInitial = .milliseconds(10)
+        c.backoffMax = .milliseconds(50)
+        let client = await WarrenClient.connect(c)
+        let retries = await withTaskGroup(of: Int.self) { group in
+            group.addTask {
+                var retries = 0
+                for await s in client.states {
+                    if case .connecting(retryIn: .some) = s { retries += 1 }
+                    if retries == 3 { break }
+                }
+                return retries
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return -1
+            }
+            let first = await group.next() ?? -1
+            group.cancelAll()
+            return first
+        }
+        #expect(retries == 3, "three backoffs while the tokens are refused")
+        let asks = asked.withLockedValue { $0 }
+        #expect(asks <= retries + 1, "getToken asked \(asks) times over \(retries) backoffs")
+        await client.close()
+        await rig.stop()
+    }
 }

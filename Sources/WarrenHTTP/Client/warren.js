@@ -323,6 +323,15 @@ export class WarrenClient {
     let nextWebSocketTry = 0;
     let opened = null;   // a WebSocket the polling loop opened (moving back)
     let handover = null; // the poll session it replaces
+    // Set once a token was refused and replaced: a fresh token refused too (with nothing opened
+    // in between) means the token source is wrong, not late, so the next ask waits.
+    let refreshedSinceOpen = false;
+    const backOff = async () => {
+      const ceiling = Math.min(this.backoff.max, this.backoff.initial * 2 ** Math.min(attempt, 16));
+      attempt += 1;
+      this.setState("connecting", { retryInMs: Math.round(ceiling) });
+      await sleep(Math.random() * ceiling, this.wakeLoop.signal);
+    };
     while (!this.closed) {
       const useWebSocket = this.transports.includes("websocket") &&
         (opened || !this.transports.includes("polling") || Date.now() >= nextWebSocketTry);
@@ -331,7 +340,7 @@ export class WarrenClient {
       opened = null;
       handover = null;
       if (this.closed) break;
-      if (outcome.opened) attempt = 0;
+      if (outcome.opened) { attempt = 0; refreshedSinceOpen = false; }
       if (outcome.websocket) { opened = outcome.websocket; handover = outcome.handover; continue; }
       if (outcome.fatal) {
         this.emit("error", outcome.fatal);
@@ -339,7 +348,9 @@ export class WarrenClient {
         break;
       }
       if (outcome.unauthorized) {
-        if (await this.refreshToken()) { nextWebSocketTry = 0; continue; }
+        if (refreshedSinceOpen) await backOff();
+        if (this.closed) break;
+        if (await this.refreshToken()) { refreshedSinceOpen = true; nextWebSocketTry = 0; continue; }
         const refused = new WarrenError("unauthorized", "the token was refused and getToken gave no other");
         this.emit("error", refused);
         this.end(refused);
@@ -353,10 +364,7 @@ export class WarrenClient {
         nextWebSocketTry = Date.now() + this.retryWebSocketMs;
         continue;
       }
-      const ceiling = Math.min(this.backoff.max, this.backoff.initial * 2 ** Math.min(attempt, 16));
-      attempt += 1;
-      this.setState("connecting", { retryInMs: Math.round(ceiling) });
-      await sleep(Math.random() * ceiling, this.wakeLoop.signal);
+      await backOff();
     }
   }
 

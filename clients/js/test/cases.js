@@ -513,6 +513,22 @@ export const cases = [
       check(late === "unauthorized", `a subscription after the close: ${late}`);
     },
   },
+  {
+    name: "a fresh token refused again waits out the backoff before getToken is asked again",
+    async run(env) {
+      // Tokens Warren refuses (signed with the wrong key, say): before 2026-11-29 the client
+      // asked getToken, and tried Warren, in a tight loop (over a hundred times a second).
+      let asked = 0, retries = 0;
+      const c = await env.connect({ user: env.unique("otto"), token: "not.a.token", wait: false,
+        getToken: async () => { asked += 1; return "still.not.a.token"; } });
+      try {
+        await waitFor("three backoffs while the tokens are refused", 15000, (resolve) => c.on("state", (s, detail) => {
+          if (s === "connecting" && detail?.retryInMs !== undefined && ++retries === 3) resolve();
+        }));
+        check(asked <= retries + 1, `getToken asked ${asked} times over ${retries} backoffs`);
+      } finally { c.close(); }
+    },
+  },
   ...[["polling", "long-polling"], ["websocket", "a WebSocket"]].map(([transport, door]) => ({
     name: `over ${door}, a connection gone silent is noticed and replaced`,
     async run(env) {
