@@ -90,34 +90,30 @@ struct WarrenClientTests {
     /// Whether `client` reports `count` backoffs (`.connecting(retryIn:)` with a delay) within
     /// `timeout` (its ``WarrenClient/states`` stream is read here).
     static func backoffs(of client: WarrenClient, count: Int, within timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                var seen = 0
-                for await s in client.states {
-                    if case .connecting(retryIn: .some) = s { seen += 1 }
-                    if seen == count { return true }
-                }
-                return false
+        await first(within: timeout) {
+            var seen = 0
+            for await s in client.states {
+                if case .connecting(retryIn: .some) = s { seen += 1 }
+                if seen == count { return true }
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+            return false
         }
     }
 
     /// Whether `client`'s state is, or becomes, one `matching` within `timeout` (checked at each
     /// change its ``WarrenClient/states`` reports; the stream is read here).
     static func state(of client: WarrenClient, within timeout: Duration, matching: @escaping @Sendable (ClientState) -> Bool) async -> Bool {
+        await first(within: timeout) {
+            if matching(await client.state) { return true }
+            for await _ in client.states where matching(await client.state) { return true }
+            return false
+        }
+    }
+
+    /// What `body` answers, or false when it has not answered within `timeout` (it is cancelled then).
+    static func first(within timeout: Duration, _ body: @escaping @Sendable () async -> Bool) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                if matching(await client.state) { return true }
-                for await _ in client.states where matching(await client.state) { return true }
-                return false
-            }
+            group.addTask { await body() }
             group.addTask {
                 try? await Task.sleep(for: timeout)
                 return false
