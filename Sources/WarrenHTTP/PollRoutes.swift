@@ -70,13 +70,16 @@ struct PollRoutes: Sendable {
             guard RouteKey.isValidWord(d) else { throw ProtocolError(.badFrame, "device must be \(RouteKey.wordRule)", ref: nil) }
             device = d
         }
-        let (session, expiresIn) = try await service().create(user: identity.user, device: device, policy: identity.policy,
-                                                             subscriptions: subscriptions)
+        let polls = try service()
+        let (session, expiresIn) = try await polls.create(user: identity.user, device: device, policy: identity.policy,
+                                                          subscriptions: subscriptions)
         var w = JSONWriter()
         w.raw("{\"session\":")
         w.string(session)
         w.raw(",\"expires_in\":")
         w.int(Int64(expiresIn))
+        w.raw(",\"cursor\":")
+        w.string(polls.firstCursor)
         w.raw("}")
         return w.bytes
     }

@@ -61,6 +61,21 @@ struct PollBufferTests {
         #expect(!b.hasLeases)
     }
 
+    /// A poll acking an older cursor than the newest answer says that answer never reached the
+    /// client: its leases are handed back, not left for the next cursor to ack unseen.
+    @Test func leasesAfterThePolledCursorAreHandedBack() {
+        var b = PollBuffer(maxLength: 10)
+        for n in 1...3 { _ = b.add(item(n, inbox: true)) }
+        let s1 = b.lease(b.take(max: 1), now: 0, duration: 1000)
+        let s2 = b.lease(b.take(max: 1), now: 0, duration: 1000)
+        let s3 = b.lease(b.take(max: 1), now: 0, duration: 1000)
+        #expect(b.ack(upTo: s1) == ["i1"])
+        #expect(b.unreceived(after: s1) == ["i2", "i3"])
+        #expect(b.ack(upTo: s3).isEmpty, "handed back: no later cursor acks them")
+        #expect(b.unreceived(after: s2).isEmpty)
+        #expect(!b.hasLeases)
+    }
+
     /// A parked poll is answered by the delivery itself, inside `deliver`: no clock involved
     /// (its deadline is an hour away).
     @Test func aParkedPollIsAnsweredByTheDeliveryItself() {

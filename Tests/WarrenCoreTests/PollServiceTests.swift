@@ -157,6 +157,48 @@ struct PollServiceTests {
         #expect(consume.calls.contains("nack \(tag) requeue"))
     }
 
+    /// A client polls with the cursor of the last answer it read. An answer made after it never
+    /// reached the client (a connection cut as it was answered, an HTTP stack that sent the poll
+    /// again): its inbox delivery is handed back to RabbitMQ, not acked by the next cursor unseen.
+    /// An ack on its own (`POST …/ack`) hands nothing back.
+    @Test func anAnswerThePollerNeverGotIsHandedBackNotAckedUnseen() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
+                                                  subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
+        let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        func deliver(_ n: Int) -> UInt64 {
+            consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "m\(n)",
+                            messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9\(n)")
+        }
+        func poll(ack: String?) async throws -> PollAnswer {
+            try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: ack)
+        }
+        let t0 = deliver(0)
+        let unread = try await poll(ack: service.firstCursor)
+        #expect(unread.messages.count == 1)
+        // Nothing read yet: the first poll again acks the session's first cursor.
+        _ = try await poll(ack: service.firstCursor)
+        #expect(consume.calls.contains("nack \(t0) requeue"), "the first answer too: \(consume.calls)")
+        let t1 = deliver(1)
+        let read = try await poll(ack: service.firstCursor)
+        let t2 = deliver(2)
+        let lost = try await poll(ack: read.cursor)
+        #expect(lost.messages.count == 1)
+        #expect(consume.calls.contains("ack \(t1)"))
+        // The client never read `lost`, and polls again with the cursor before it.
+        _ = try await poll(ack: read.cursor)
+        #expect(consume.calls.contains("nack \(t2) requeue"), "handed back: \(consume.calls)")
+        #expect(!consume.calls.contains("ack \(t2)"))
+
+        let t3 = deliver(3)
+        let third = try await poll(ack: nil)
+        try await service.ack(session: token, user: "carol", cursor: read.cursor)
+        #expect(!consume.calls.contains("nack \(t3) requeue"), "an ack alone says nothing of later answers")
+        _ = try await poll(ack: third.cursor)
+        #expect(consume.calls.contains("ack \(t3)"))
+    }
+
     @Test func subscriptionsAreCheckedBeforeAnyBrokerWork() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)

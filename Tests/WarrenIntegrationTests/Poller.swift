@@ -9,6 +9,8 @@ struct Poller {
     let port: Int
     let user: String
     let session: String
+    /// The cursor of no answer yet, from the `201`.
+    var firstCursor: String? = nil
 
     static func open(port: Int, user: String, subscriptions: String, device: String? = nil) async throws -> Poller {
         let deviceField = device.map { #","device":"\#($0)""# } ?? ""
@@ -17,7 +19,7 @@ struct Poller {
         guard r.status == 201, let session = r.json?["session"]?.stringValue else {
             throw SocketError(description: "POST /v1/poll answered \(r.status): \(r.body)")
         }
-        return Poller(port: port, user: user, session: session)
+        return Poller(port: port, user: user, session: session, firstCursor: r.json?["cursor"]?.stringValue)
     }
 
     /// One poll; returns the messages and the cursor.

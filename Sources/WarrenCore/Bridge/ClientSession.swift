@@ -433,7 +433,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         state.withLockedValue { $0.inbox }?.ack(envelopeID: envelopeID) == true
     }
 
-    /// Hands an inbox delivery back to RabbitMQ (its lease ran out): it comes again, redelivered.
+    /// Hands an inbox delivery back to RabbitMQ (its lease ran out, or the answer that leased it
+    /// never reached the client): it comes again, redelivered.
     @discardableResult
     public func releaseInbox(envelopeID: String) -> Bool {
         state.withLockedValue { $0.inbox }?.release(envelopeID: envelopeID) == true

@@ -77,6 +77,16 @@ public struct PollBuffer: Sendable {
         return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
     }
 
+    /// Hands back the leases after `seq`, which a poll acking `seq` says its client never got: it
+    /// polls with the cursor of the last answer it read, so an answer made after that one was
+    /// lost on the way (a connection cut as it was answered, an HTTP stack or proxy that sent the
+    /// poll again). Acking a later cursor would ack those deliveries unseen; the envelope ids to
+    /// hand back to RabbitMQ, which delivers them again.
+    public mutating func unreceived(after seq: UInt64) -> [String] {
+        let due = leases.keys.filter { $0 > seq }.sorted()
+        return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
+    }
+
     /// Leases that ran out by `now`: the envelope ids to hand back to RabbitMQ.
     public mutating func expired(now: Int64) -> [String] {
         let due = leases.filter { $0.value.expires <= now }.keys.sorted()

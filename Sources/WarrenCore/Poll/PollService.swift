@@ -101,6 +101,11 @@ public final class PollService: Sendable {
         return (token, settings.sessionTTL)
     }
 
+    /// The cursor of no answer yet, which the `201` carries: a first poll that acks it says the
+    /// client read nothing of the session on this node, so an answer lost before it comes again
+    /// (``ack(_:on:token:polling:)``), as a later poll's cursor does for the answers after it.
+    public var firstCursor: String { "\(nodeID).0" }
+
     /// `DELETE /v1/poll/<session>`: drops this node's buffer at once and hands the inbox's
     /// unacknowledged deliveries back (the inbox itself is kept). The session is `not_found`
     /// here from now on, and, told through the presence exchange, on the other nodes too (with
@@ -145,17 +150,26 @@ public final class PollService: Sendable {
     /// load balancer without stickiness sends a poller's polls, with the cursor of the answer
     /// before, to any node: those acks were dropped, and every inbox batch came again after
     /// `poll.lease`, for as long as the poller polled. Anything else is a no-op.
-    private func ack(_ cursor: String, on session: PollSession?, token: String) {
-        if let session, ackHere(cursor, on: session) { return }
-        guard let owner = Self.node(of: cursor), owner != nodeID else { return }
+    ///
+    /// `polling`: the cursor came with a poll, so it names the last answer the client read, and
+    /// this node's answers made after it never reached the client: their inbox deliveries are
+    /// handed back (``PollBuffer/unreceived(after:)``). Before 2026-11-29 the next cursor acked
+    /// them, and they were lost (seen with the Swift client, whose HTTP stack sends a poll again
+    /// on a new connection when the one it was parked on is cut).
+    private func ack(_ cursor: String, on session: PollSession?, token: String, polling: Bool = false) {
+        if let session, ackHere(cursor, on: session, polling: polling) { return }
+        // A first cursor (`<node>.0`) acks nothing: not sent on to its node.
+        guard let owner = Self.node(of: cursor), owner != nodeID, !cursor.hasSuffix(".0") else { return }
         runtime.peers?.forwardAck(session: token, cursor: cursor, to: owner)
     }
 
     /// Acks what the answers up to `cursor` delivered, if the cursor is this node's (else false).
     @discardableResult
-    private func ackHere(_ cursor: String, on session: PollSession) -> Bool {
+    private func ackHere(_ cursor: String, on session: PollSession, polling: Bool = false) -> Bool {
         guard let seq = Self.sequence(of: cursor, node: nodeID) else { return false }
-        for id in session.output.withBuffer({ $0.ack(upTo: seq) }) { session.client.ackInbox(envelopeID: id) }
+        let (acked, lost) = session.output.withBuffer { b in (b.ack(upTo: seq), polling ? b.unreceived(after: seq) : []) }
+        for id in acked { session.client.ackInbox(envelopeID: id) }
+        for id in lost { session.client.releaseInbox(envelopeID: id) }
         return true
     }
 
@@ -205,7 +219,7 @@ public final class PollService: Sendable {
         }
         let session = found
         defer { session.pollEnded(now: WallClock.milliseconds()) }
-        if let cursor { ack(cursor, on: session, token: token) }
+        if let cursor { ack(cursor, on: session, token: token, polling: true) }
         try await resumeInbox(of: session)
         let wait = min(wait, settings.maxWait)
         if wait > 0, session.output.withBuffer({ $0.isEmpty }) {
@@ -255,7 +269,7 @@ public final class PollService: Sendable {
                            answer: @escaping @Sendable (PollAnswer) -> Void) -> LoopPoll {
         guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user, session.policy == policy,
               !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
-        if let cursor { ack(cursor, on: session, token: token) }
+        if let cursor { ack(cursor, on: session, token: token, polling: true) }
         let finish: @Sendable () -> Void = { [self] in
             let now = WallClock.milliseconds()
             let taken = take(from: session, max: max, now: now, none: !alive())
