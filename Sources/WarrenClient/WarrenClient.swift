@@ -718,9 +718,9 @@ public actor WarrenClient {
             let create = Wire.PollCreate(subscriptions: subs.map {
                 Wire.PollSubscription(id: $0.key, pattern: $0.value.pattern, mode: $0.value.mode.rawValue, presence: $0.value.presence ? true : nil)
             }, device: configuration.device)
-            let session: String
+            let created: Wire.PollSession
             do {
-                session = try await http.send("POST", "/v1/poll", body: create, token: token, user: user, as: Wire.PollSession.self).session
+                created = try await http.send("POST", "/v1/poll", body: create, token: token, user: user, as: Wire.PollSession.self)
             } catch let e as WarrenError {
                 if e.status == 401 { return Outcome(opened: opened, unauthorized: true) }
                 if subs.isEmpty, e.status == 400 {
@@ -759,8 +759,10 @@ public actor WarrenClient {
             }
             epoch += 1
             let mine = epoch
-            let path = Self.sessionPath(session)
-            var cursor: String?
+            let path = Self.sessionPath(created.session)
+            // Every poll acks the cursor of the last answer read (the first, the session's own):
+            // Warren delivers again what answers after it held, which never arrived.
+            var cursor = created.cursor
             var outcome: Outcome?
             var inFlight: Task<Wire.PollAnswer, any Error>?
             let http = self.http

@@ -60,6 +60,8 @@ enum Wire {
 
     struct PollSession: Decodable {
         let session: String
+        /// The cursor of no answer yet (a Warren since 2026-11-29): the first poll acks it.
+        let cursor: String?
     }
 
     struct PollAnswer: Decodable {

@@ -683,12 +683,12 @@ export class WarrenClient {
         // A session for the current subscriptions (while there are none, a session with none:
         // its long-polls tell Warren going away as any session's do).
         const subs = [...this.subs.values()];
-        let session;
+        let created;
         try {
-          session = (await this.request("POST", "/v1/poll", {
+          created = await this.request("POST", "/v1/poll", {
             subscriptions: subs.map((s) => ({ id: s.id, pattern: s.pattern, mode: s.mode, ...(s.presence ? { presence: true } : {}) })),
             device: this.device,
-          }, { refreshed: true })).session;
+          }, { refreshed: true });
         } catch (e) {
           if (e.status === 401) return { opened, unauthorized: true };
           if (subs.length === 0 && e.status === 400) {
@@ -722,8 +722,11 @@ export class WarrenClient {
         for (const s of subs) s.settle();
         if (!opened) { opened = true; this.openedPolling(); }
         if (leaving) { const old = leaving; leaving = null; await this.drainSession(old); }
-        const path = "/v1/poll/" + encodeURIComponent(session);
-        let cursor = null;
+        const path = "/v1/poll/" + encodeURIComponent(created.session);
+        // Every poll acks the cursor of the last answer read (the first, the session's own, from
+        // a Warren since 2026-11-29): Warren delivers again what answers after it held, which
+        // never arrived (a connection cut as it was answered).
+        let cursor = created.cursor || null;
         let outcome = null;
         let inFlight = null;
         while (!this.closed && !restart && !switchTo) {
