@@ -74,6 +74,13 @@ struct PollBufferTests {
         #expect(b.ack(upTo: s3).isEmpty, "handed back: no later cursor acks them")
         #expect(b.unreceived(after: s2).isEmpty)
         #expect(!b.hasLeases)
+
+        // An ack come on from the node the poll arrived on: only the answers made by then.
+        for n in 4...5 { _ = b.add(item(n, inbox: true)) }
+        let s4 = b.lease(b.take(max: 1), now: 100, duration: 1000)
+        _ = b.lease(b.take(max: 1), now: 300, duration: 1000)
+        #expect(b.unreceived(after: s4 - 1, before: 200) == ["i4"], "the later answer may have been read since")
+        #expect(b.leasedIDs == ["i5"])
     }
 
     /// A parked poll is answered by the delivery itself, inside `deliver`: no clock involved

@@ -10,7 +10,9 @@ struct PresenceAnnouncementTests {
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false, published: false),
                         .goodbye(node: "n3"), .sessionDeleted(node: "n4", session: "0123456789abcdef0123456789abcdef"),
-                        .ackForwarded(node: "n5", session: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", cursor: "n1.42")] {
+                        .ackForwarded(node: "n5", session: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", cursor: "n1.42"),
+                        .ackForwarded(node: "n5", session: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", cursor: "n1.0",
+                                      polledAt: 1_764_000_000_000)] {
             #expect(PresenceAnnouncement.decode(message.encoded()) == message)
         }
         for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
@@ -20,7 +22,8 @@ struct PresenceAnnouncementTests {
                     #"{"node":"n","kind":"deleted"}"#, #"{"node":"n","kind":"deleted","session":"a.b"}"#,
                     #"{"node":"n","kind":"deleted","session":7}"#,
                     #"{"node":"n","kind":"ack","session":"a.b","cursor":"n1"}"#, #"{"node":"n","kind":"ack","session":"a b","cursor":"n1.1"}"#,
-                    #"{"node":"n","kind":"ack","cursor":"n1.1"}"#, #"{"node":"n","kind":"ack","session":"a.b","cursor":"n 1.1"}"#] {
+                    #"{"node":"n","kind":"ack","cursor":"n1.1"}"#, #"{"node":"n","kind":"ack","session":"a.b","cursor":"n 1.1"}"#,
+                    #"{"node":"n","kind":"ack","session":"a.b","cursor":"n1.1","polled_at":"soon"}"#] {
             #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
         }
     }

@@ -156,6 +156,42 @@ struct MultiNodeTests {
         _ = try? Broker.ctl("delete_queue", queue)
     }
 
+    /// An answer lost on its way from one node, whose client polls another next (a balancer
+    /// without stickiness), comes again: the poll's ack goes on to the first node with the time
+    /// the poll arrived, and that node hands back what its answers after the cursor held. Before
+    /// 2026-11-29 it stayed leased there until the client's next cursor of that node acked it
+    /// unseen. Bounded well below `poll.lease` (60 s), after which it would come back anyway.
+    @Test func anAnswerLostOnOneNodeComesAgainThroughAnother() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let nodeA = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeA.stop() } }
+        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeB.stop() } }
+        let gil = uniqueUser("gil")
+        let poller = try await Poller.open(port: nodeA.port, user: gil,
+                                           subscriptions: #"[{"id":"me","pattern":"\#(mine(gil))","mode":"inbox"}]"#, device: "rr")
+        func bodies(_ messages: [JSONValue]) -> [String] { messages.compactMap { $0.env?["body"]?.stringValue } }
+        _ = try await poller.publish(#"{"route":"\#(gil).x","body":"read"}"#)
+        let read = try await poller.poll(wait: 5, ack: poller.firstCursor)
+        #expect(bodies(read.messages) == ["read"])
+        _ = try await poller.publish(#"{"route":"\#(gil).x","body":"lost"}"#)
+        let lost = try await poller.poll(wait: 5, ack: read.cursor)
+        #expect(bodies(lost.messages) == ["lost"])
+        // Never read: the client polls B, then A, and so on, from the cursor of the answer it read.
+        var cursor = read.cursor
+        var got: [String] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        var node = nodeB
+        while !got.contains("lost"), ContinuousClock.now < deadline {
+            let answer = try await poller.poll(wait: 1, ack: cursor, on: node.port)
+            cursor = answer.cursor
+            got += bodies(answer.messages)
+            node = node.port == nodeA.port ? nodeB : nodeA
+        }
+        #expect(got == ["lost"], "the answer never read comes again: \(got)")
+        _ = try? Broker.ctl("delete_queue", "warren.inbox.\(gil).rr")
+    }
+
     /// 1,000 long-polls held open on one node, all answered when a message arrives.
     @Test func aThousandConcurrentLongPolls() async throws {
         let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])

@@ -15,6 +15,7 @@ public struct PollBuffer: Sendable {
 
     struct Lease: Sendable {
         var ids: [String]
+        var issued: Int64
         var expires: Int64
     }
 
@@ -66,7 +67,7 @@ public struct PollBuffer: Sendable {
         let seq = nextLease
         nextLease += 1
         let ids = answered.compactMap(\.inboxID)
-        if !ids.isEmpty { leases[seq] = Lease(ids: ids, expires: now + duration) }
+        if !ids.isEmpty { leases[seq] = Lease(ids: ids, issued: now, expires: now + duration) }
         return seq
     }
 
@@ -81,9 +82,11 @@ public struct PollBuffer: Sendable {
     /// polls with the cursor of the last answer it read, so an answer made after that one was
     /// lost on the way (a connection cut as it was answered, an HTTP stack or proxy that sent the
     /// poll again). Acking a later cursor would ack those deliveries unseen; the envelope ids to
-    /// hand back to RabbitMQ, which delivers them again.
-    public mutating func unreceived(after seq: UInt64) -> [String] {
-        let due = leases.keys.filter { $0 > seq }.sorted()
+    /// hand back to RabbitMQ, which delivers them again. `before` (Unix ms): only leases made
+    /// by then, when the poll arrived on another node and its ack came on from there (an
+    /// answer made here meanwhile is one the client may have read since).
+    public mutating func unreceived(after seq: UInt64, before: Int64 = .max) -> [String] {
+        let due = leases.filter { $0.key > seq && $0.value.issued <= before }.keys.sorted()
         return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
     }
 

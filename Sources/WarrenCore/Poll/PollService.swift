@@ -61,9 +61,9 @@ public final class PollService: Sendable {
             guard let self else { return }
             Task { await self.forget(id, "deleted on another node") }
         }
-        runtime.peers?.onAckForwarded { [weak self] token, cursor in
+        runtime.peers?.onAckForwarded { [weak self] token, cursor, polledAt in
             guard let self, let open = sessions.withLockedValue({ $0[token] }) else { return }
-            ackHere(cursor, on: open)
+            ackHere(cursor, on: open, polledAt: polledAt)
         }
     }
 
@@ -152,22 +152,27 @@ public final class PollService: Sendable {
     /// `poll.lease`, for as long as the poller polled. Anything else is a no-op.
     ///
     /// `polling`: the cursor came with a poll, so it names the last answer the client read, and
-    /// this node's answers made after it never reached the client: their inbox deliveries are
-    /// handed back (``PollBuffer/unreceived(after:)``). Before 2026-11-29 the next cursor acked
-    /// them, and they were lost (seen with the Swift client, whose HTTP stack sends a poll again
-    /// on a new connection when the one it was parked on is cut).
+    /// the answers its node made after it, before the poll, never reached the client: their
+    /// inbox deliveries are handed back (``PollBuffer/unreceived(after:before:)``). Before
+    /// 2026-11-29 the next cursor acked them, and they were lost (seen with the Swift client,
+    /// whose HTTP stack sends a poll again on a new connection when the one it was parked on is
+    /// cut).
     private func ack(_ cursor: String, on session: PollSession?, token: String, polling: Bool = false) {
-        if let session, ackHere(cursor, on: session, polling: polling) { return }
-        // A first cursor (`<node>.0`) acks nothing: not sent on to its node.
-        guard let owner = Self.node(of: cursor), owner != nodeID, !cursor.hasSuffix(".0") else { return }
-        runtime.peers?.forwardAck(session: token, cursor: cursor, to: owner)
+        // Here every answer made before this poll: a client polls one request at a time.
+        if let session, ackHere(cursor, on: session, polledAt: polling ? .max : nil) { return }
+        // A first cursor (`<node>.0`) of another node's without a poll acks nothing: not sent on.
+        guard let owner = Self.node(of: cursor), owner != nodeID, polling || !cursor.hasSuffix(".0") else { return }
+        runtime.peers?.forwardAck(session: token, cursor: cursor, to: owner, polledAt: polling ? WallClock.milliseconds() : nil)
     }
 
-    /// Acks what the answers up to `cursor` delivered, if the cursor is this node's (else false).
+    /// Acks what the answers up to `cursor` delivered, if the cursor is this node's (else false);
+    /// with `polledAt` (a poll's ack), hands back what the answers after it made before then held.
     @discardableResult
-    private func ackHere(_ cursor: String, on session: PollSession, polling: Bool = false) -> Bool {
+    private func ackHere(_ cursor: String, on session: PollSession, polledAt: Int64? = nil) -> Bool {
         guard let seq = Self.sequence(of: cursor, node: nodeID) else { return false }
-        let (acked, lost) = session.output.withBuffer { b in (b.ack(upTo: seq), polling ? b.unreceived(after: seq) : []) }
+        let (acked, lost) = session.output.withBuffer { b in
+            (b.ack(upTo: seq), polledAt.map { b.unreceived(after: seq, before: $0) } ?? [])
+        }
         for id in acked { session.client.ackInbox(envelopeID: id) }
         for id in lost { session.client.releaseInbox(envelopeID: id) }
         return true

@@ -43,7 +43,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     private let sessionDeletedElsewhere = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
     /// Told a session string and a cursor of this node's that a poll on another node acked
     /// (``onAckForwarded(_:)``).
-    private let ackForwarded = NIOLockedValueBox<(@Sendable (String, String) -> Void)?>(nil)
+    private let ackForwarded = NIOLockedValueBox<(@Sendable (String, String, Int64?) -> Void)?>(nil)
 
     /// `reopen` opens another channel on the same connection when the broker closed `channel`
     /// (nil: never replaced).
@@ -125,11 +125,11 @@ public final class Presence: AMQPDeliverySink, Sendable {
         sessionDeletedElsewhere.withLockedValue { $0 = handler }
     }
 
-    /// Hands a poll's ack of `cursor` to `owner`, the node that made the cursor (straight to
-    /// its queue through the default exchange; dropped by the broker if that node is gone, as
-    /// the ack would be).
-    public func forwardAck(session token: String, cursor: String, to owner: String) {
-        let message = PresenceAnnouncement.ackForwarded(node: node, session: token, cursor: cursor)
+    /// Hands an ack of `cursor` to `owner`, the node that made the cursor (straight to its queue
+    /// through the default exchange; dropped by the broker if that node is gone, as the ack
+    /// would be); `polledAt`, when a poll carried it, is when that poll arrived here.
+    public func forwardAck(session token: String, cursor: String, to owner: String, polledAt: Int64?) {
+        let message = PresenceAnnouncement.ackForwarded(node: node, session: token, cursor: cursor, polledAt: polledAt)
         serially { [self] in
             guard blockedReason() == nil else { return }
             _ = try? channel.channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: "", routingKey: Self.queue(of: owner),
@@ -138,9 +138,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
         }
     }
 
-    /// `handler` is called with the session string and the cursor of each ack another node
-    /// forwarded here.
-    public func onAckForwarded(_ handler: @escaping @Sendable (String, String) -> Void) {
+    /// `handler` is called with the session string, the cursor and, for a poll's, the poll's
+    /// arrival time of each ack another node forwarded here.
+    public func onAckForwarded(_ handler: @escaping @Sendable (String, String, Int64?) -> Void) {
         ackForwarded.withLockedValue { $0 = handler }
     }
 
@@ -251,8 +251,8 @@ public final class Presence: AMQPDeliverySink, Sendable {
         case .sessionDeleted(let other, let id):
             if other != node { sessionDeletedElsewhere.withLockedValue { $0 }?(id) }
             return
-        case .ackForwarded(_, let token, let cursor):
-            ackForwarded.withLockedValue { $0 }?(token, cursor)
+        case .ackForwarded(_, let token, let cursor, let polledAt):
+            ackForwarded.withLockedValue { $0 }?(token, cursor, polledAt)
             return
         case .state, .change, .goodbye: guard settings.enabled else { return }
         }

@@ -12,15 +12,16 @@ public enum PresenceAnnouncement: Sendable, Equatable {
     /// `DELETE /v1/poll/<session>` on `node`, for the session with this id.
     case sessionDeleted(node: String, session: String)
     /// A poll on `node` acked `cursor`, which the node named in it made, for the session with
-    /// this string (sent to that node alone).
-    case ackForwarded(node: String, session: String, cursor: String)
+    /// this string (sent to that node alone). `polledAt`: the poll's arrival on `node` (Unix ms);
+    /// nil for an ack on its own (`POST …/ack`), or from a node before 2026-11-29.
+    case ackForwarded(node: String, session: String, cursor: String, polledAt: Int64? = nil)
 
     /// More entries than this in one state message is not believed.
     public static let maxEntries = 1_000_000
 
     public var node: String {
         switch self {
-        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _): return n
+        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _, _): return n
         }
     }
 
@@ -52,11 +53,15 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             w.raw(",\"kind\":\"deleted\",\"session\":")
             w.string(session)
             w.raw("}")
-        case .ackForwarded(_, let session, let cursor):
+        case .ackForwarded(_, let session, let cursor, let polledAt):
             w.raw(",\"kind\":\"ack\",\"session\":")
             w.string(session)
             w.raw(",\"cursor\":")
             w.string(cursor)
+            if let polledAt {
+                w.raw(",\"polled_at\":")
+                w.int(polledAt)
+            }
             w.raw("}")
         }
         return w.bytes
@@ -93,7 +98,9 @@ public enum PresenceAnnouncement: Sendable, Equatable {
         case "ack":
             guard let session = json["session"]?.stringValue, isSessionString(session), let cursor = json["cursor"]?.stringValue,
                   PollService.node(of: cursor) != nil else { return nil }
-            return .ackForwarded(node: node, session: session, cursor: cursor)
+            let polledAt = json["polled_at"]
+            guard polledAt == nil || polledAt?.intValue != nil else { return nil }
+            return .ackForwarded(node: node, session: session, cursor: cursor, polledAt: polledAt?.intValue)
         default:
             return nil
         }
