@@ -86,6 +86,8 @@ public struct PollBuffer: Sendable {
     /// by then, when the poll arrived on another node and its ack came on from there (an
     /// answer made here meanwhile is one the client may have read since).
     public mutating func unreceived(after seq: UInt64, before: Int64 = .max) -> [String] {
+        // Every poll asks: nothing built when, as almost always, no answer went missing.
+        guard leases.contains(where: { $0.key > seq && $0.value.issued <= before }) else { return [] }
         let due = leases.filter { $0.key > seq && $0.value.issued <= before }.keys.sorted()
         return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
     }
