@@ -8,9 +8,12 @@ import FoundationNetworking
 struct HTTPRequester: Sendable {
     let base: URL
     let session: URLSession
+    /// Seconds a request may go unanswered (the client's `timeout`); a long-poll adds its wait.
+    let timeout: TimeInterval
 
-    init(base: URL) {
+    init(base: URL, timeout: TimeInterval) {
         self.base = base
+        self.timeout = timeout
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 90
         self.session = URLSession(configuration: configuration)
@@ -19,9 +22,9 @@ struct HTTPRequester: Sendable {
     /// Sends a request; the decoded answer, or a ``WarrenError`` (Warren's, or `unavailable`
     /// when Warren cannot be reached).
     func send<Answer: Decodable & Sendable>(_ method: String, _ path: String, query: [URLQueryItem] = [], body: (some Encodable & Sendable)? = Optional<Wire.Cursor>.none,
-                                 token: String?, user: String?, as: Answer.Type, timeout: TimeInterval = 30) async throws -> Answer {
+                                 token: String?, user: String?, as: Answer.Type, waiting: Int = 0) async throws -> Answer {
         let data = try await raw(method, path, query: query, body: body.map { Data(Wire.encode($0).utf8) }, token: token, user: user,
-                                 timeout: timeout)
+                                 timeout: TimeInterval(waiting) + timeout)
         do {
             return try JSONDecoder().decode(Answer.self, from: data.isEmpty ? Data("{}".utf8) : data)
         } catch {

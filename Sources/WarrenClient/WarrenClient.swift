@@ -110,7 +110,8 @@ public actor WarrenClient {
 
     public init(_ configuration: WarrenClientConfiguration) {
         self.configuration = configuration
-        self.http = HTTPRequester(base: configuration.url)
+        let timeout = configuration.timeout.components
+        self.http = HTTPRequester(base: configuration.url, timeout: TimeInterval(timeout.seconds) + TimeInterval(timeout.attoseconds) / 1e18)
         self.token = configuration.token
         (states, stateContinuation) = AsyncStream.makeStream(of: ClientState.self, bufferingPolicy: .bufferingNewest(64))
         (errors, errorContinuation) = AsyncStream.makeStream(of: WarrenError.self, bufferingPolicy: .bufferingNewest(64))
@@ -774,7 +775,7 @@ public actor WarrenClient {
                 let items = query
                 let get = Task {
                     try await http.send("GET", path, query: items, token: token, user: user, as: Wire.PollAnswer.self,
-                                        timeout: TimeInterval(wait + 30))
+                                        waiting: wait)
                 }
                 guard await answered(get, interruptible: true) else {
                     inFlight = get  // interrupted: whoever takes the session over takes its answer

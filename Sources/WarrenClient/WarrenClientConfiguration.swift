@@ -28,7 +28,8 @@ public struct WarrenClientConfiguration: Sendable {
     /// network that dropped, a machine that slept); this is how the client finds out.
     public var heartbeat: Duration = .seconds(25)
     /// A WebSocket still silent this long after its ping is lost (and reconnected), as is one
-    /// whose upgrade is unanswered this long.
+    /// whose upgrade is unanswered this long; an HTTP request silent this long (a long-poll: this
+    /// long past its wait) fails with `unavailable` and is retried as the call says.
     public var timeout: Duration = .seconds(20)
 
     public init(url: URL, token: String? = nil, user: String? = nil, device: String = "default",

@@ -581,6 +581,32 @@ struct WarrenClientTests {
         await rig.stop()
     }
 
+    @Test func aLongPollGoneSilentIsNoticedAndWhatItLostComesAgain() async throws {
+        let rig = try await Rig.start()
+        let kim = uniqueUser("kim"), lee = uniqueUser("lee")
+        let k = try await rig.client(kim, transports: [.polling], pollWait: 1, timeout: .seconds(1))
+        let inbox = Reader(try await k.subscribe("#.\(kim).#", mode: .inbox))
+        let l = try await rig.client(lee, direct: true)
+        let route = [kim, lee].sorted().joined(separator: ".")
+        // Warren's answers are dropped and the connections stay open: the parked poll's answer,
+        // carrying the message, never arrives. The client gives up on it after its wait and its
+        // `timeout` (before 2026-11-29: after its wait and 30 s, whatever `timeout` said).
+        rig.http.setMuted(true)
+        _ = try await l.publish(route, "sent into the silence")
+        let noticed = await Self.state(of: k, within: .seconds(15)) {
+            if case .connecting = $0 { true } else { false }
+        }
+        #expect(noticed, "the silent long-poll noticed")
+        rig.http.setMuted(false)
+        let got = try await inbox.until("sent into the silence", timeout: .seconds(30))
+        #expect(got.count == 1)
+        _ = try await l.publish(route, "after the silence")
+        _ = try await inbox.until("after the silence")
+        await k.close()
+        await l.close()
+        await rig.stop()
+    }
+
     @Test func aRefusedTokenIsWhatWaitingCallersAreTold() async throws {
         let rig = try await Rig.start()
         var c = WarrenClientConfiguration(url: URL(string: "http://127.0.0.1:\(rig.warren.port)")!, token: "not.a.token")
