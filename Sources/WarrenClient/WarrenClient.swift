@@ -567,7 +567,11 @@ public actor WarrenClient {
 
     /// A frame from Warren.
     private func handle(_ text: String, epoch: Int) {
-        guard let f = try? JSONDecoder().decode(Wire.ServerFrame.self, from: Data(text.utf8)) else { return }
+        guard let f = try? JSONDecoder().decode(Wire.ServerFrame.self, from: Data(text.utf8)) else {
+            // Not a frame of DESIGN §4 (a proxy's page, a broken peer): said, and the socket goes on.
+            errorContinuation.yield(WarrenError("bad_response", "a WebSocket frame that is not one of Warren's: \(text.prefix(80))"))
+            return
+        }
         switch f.op {
         case "msg":
             if let sub = f.sub, let env = f.env { deliver(sub, env, redelivered: f.redelivered ?? false, epoch: epoch, fromSocket: true) }

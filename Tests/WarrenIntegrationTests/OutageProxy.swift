@@ -6,13 +6,15 @@ import TestSupport
 /// A loopback TCP proxy (to the broker, or to Warren for the client libraries' tests) that can
 /// play an outage: when down, it drops every open connection and refuses (closes at once) new
 /// ones; muted, it drops what the target sends; refusing, it answers every new connection's
-/// request with a 503 (a proxy that lets no WebSocket through).
+/// request with a 503 (a proxy that lets no WebSocket through); and it can send its clients
+/// bytes of its own, as if from the target.
 final class OutageProxy: Sendable {
     private struct State {
         var down = false
         var muted = false
         var refusing = false
         var open: [ObjectIdentifier: any Channel] = [:]
+        var clients: Set<ObjectIdentifier> = []
     }
 
     let port: Int
@@ -38,6 +40,7 @@ final class OutageProxy: Sendable {
                     state.withLockedValue {
                         $0.open[ObjectIdentifier(inbound)] = inbound
                         $0.open[ObjectIdentifier(outbound)] = outbound
+                        $0.clients.insert(ObjectIdentifier(inbound))
                     }
                     let (a, b) = SpliceHandler.pair(isFrozen: { false }, { state.withLockedValue { $0.muted } })
                     return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
@@ -55,10 +58,16 @@ final class OutageProxy: Sendable {
     /// Closes every open connection (new ones are let through).
     func cut() {
         let toClose = state.withLockedValue { s -> [any Channel] in
-            defer { s.open.removeAll() }
+            defer { s.open.removeAll(); s.clients.removeAll() }
             return Array(s.open.values)
         }
         for c in toClose { c.close(promise: nil) }
+    }
+
+    /// Writes `bytes` to every open client connection, as if the target had sent them.
+    func inject(_ bytes: [UInt8]) {
+        let clients = state.withLockedValue { s in s.clients.compactMap { s.open[$0] } }
+        for c in clients { c.writeAndFlush(ByteBuffer(bytes: bytes), promise: nil) }
     }
 
     /// Drops (while on) whatever the target sends to the clients.

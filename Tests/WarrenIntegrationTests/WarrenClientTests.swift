@@ -607,6 +607,32 @@ struct WarrenClientTests {
         await rig.stop()
     }
 
+    @Test func aWebSocketFrameThatIsNotWarrensIsReportedAndTheSocketGoesOn() async throws {
+        let rig = try await Rig.start()
+        let kim = uniqueUser("kim"), lee = uniqueUser("lee")
+        let k = try await rig.client(kim, transports: [.webSocket])
+        let room = "room.\(uniqueUser("g"))"
+        let live = Reader(try await k.subscribe(room))
+        // Two text frames that are not Warren's (a proxy's page, a bare number), as if from Warren.
+        // Before 2026-11-29 both clients dropped such a frame without a word.
+        for text in ["<html>not json</html>", "42"] { rig.ws.inject([0x81, UInt8(text.utf8.count)] + Array(text.utf8)) }
+        let watchdog = Task { try await Task.sleep(for: .seconds(30)); await k.close() }
+        defer { watchdog.cancel() }
+        var codes: [String] = []
+        for await e in k.errors {
+            codes.append(e.code)
+            if codes.count == 2 { break }
+        }
+        #expect(codes == ["bad_response", "bad_response"])
+        let l = try await rig.client(lee, direct: true)
+        _ = try await l.publish(room, "after the garbage")
+        _ = try await live.until("after the garbage")
+        #expect(await k.state == .open(.webSocket))
+        await k.close()
+        await l.close()
+        await rig.stop()
+    }
+
     @Test func aRefusedTokenIsWhatWaitingCallersAreTold() async throws {
         let rig = try await Rig.start()
         var c = WarrenClientConfiguration(url: URL(string: "http://127.0.0.1:\(rig.warren.port)")!, token: "not.a.token")

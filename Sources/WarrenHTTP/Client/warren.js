@@ -445,8 +445,13 @@ export class WarrenClient {
       }, tick);
       const onMessage = (event) => {
         heard = true;
+        const text = typeof event.data === "string" ? event.data : String(event.data);
         let f;
-        try { f = JSON.parse(typeof event.data === "string" ? event.data : String(event.data)); } catch { return; }
+        try { f = JSON.parse(text); } catch { f = null; }
+        // Not a frame of DESIGN §4 (a proxy's page, a broken peer): said, and the socket goes on.
+        if (f === null || typeof f !== "object" || Array.isArray(f)) {
+          return this.emit("error", new WarrenError("bad_response", `a WebSocket frame that is not a JSON object: ${text.slice(0, 80)}`));
+        }
         this.onFrame(f, ack);
       };
       ws.onmessage = onMessage;

@@ -7,8 +7,9 @@
 //   env.control(action)    on the proxies between the clients and Warren: cut (every connection),
 //                          hold (Warren's bytes to the clients held back), down (cut, and refuse
 //                          new connections), forward (normal again), refuseWebSocket (/v1/ws
-//                          answered 503), acceptWebSocket; closeBroker (rabbitmqctl
-//                          close_all_connections)
+//                          answered 503), acceptWebSocket; garbleWebSocket (two text frames
+//                          that are not JSON objects sent to every WebSocket client);
+//                          closeBroker (rabbitmqctl close_all_connections)
 //   env.unique(prefix)     a user name no other run uses
 
 export class Failure extends Error {}
@@ -228,6 +229,27 @@ export const cases = [
         const m = await live.inbox.next("the message after the refresh");
         check(m.env.body === "with the new token" && m.env.from === hana, `after the refresh: ${JSON.stringify(m.env)}`);
       } finally { h.close(); }
+    },
+  },
+  {
+    name: "a WebSocket frame that is not a JSON object is reported as bad_response, and the socket goes on",
+    async run(env) {
+      const kim = env.unique("kim"), lee = env.unique("lee");
+      const k = await env.connect({ user: kim, transports: ["websocket"] });
+      const l = await env.connect({ user: lee, direct: true });
+      try {
+        const room = "room." + env.unique("g");
+        const live = collect(k, room);
+        await live.sub.ready;
+        const errors = [];
+        const both = waitFor("two bad_response errors", 15000, (resolve) => k.on("error", (e) => { errors.push(e); if (errors.length === 2) resolve(); }));
+        await env.control("garbleWebSocket");
+        await both;
+        check(errors.every((e) => e.code === "bad_response"), `codes ${errors.map((e) => e.code)}`);
+        await l.publish(room, "after the garbage");
+        await live.inbox.until("after the garbage");
+        check(k.state === "open" && k.transport === "websocket", `still on its socket, got ${k.state} ${k.transport}`);
+      } finally { k.close(); l.close(); }
     },
   },
   ...[["polling", "long-polling"], ["websocket", "a WebSocket"]].map(([transport, door]) => ({

@@ -71,6 +71,11 @@ class Proxy {
     upstream.on("close", end);
   }
   cut() { for (const p of [...this.pairs]) { p.client.destroy(); p.upstream.destroy(); } }
+  /** Sends every client, as if from Warren, a WebSocket text frame (unmasked, under 126 bytes). */
+  inject(text) {
+    const payload = Buffer.from(text);
+    for (const p of this.pairs) p.client.write(Buffer.concat([Buffer.from([0x81, payload.length]), payload]));
+  }
   set(mode) {
     this.mode = mode;
     if (mode === "down") this.cut();
@@ -97,6 +102,7 @@ async function control(action) {
     case "hold": case "down": case "forward": httpProxy.set(action); wsProxy.set(action); return;
     case "refuseWebSocket": wsProxy.refusing = true; return;
     case "acceptWebSocket": wsProxy.refusing = false; return;
+    case "garbleWebSocket": wsProxy.inject("<html>not json</html>"); wsProxy.inject("42"); return;
     case "closeBroker": return runScript(path.join(root, "scripts/rabbitmq.sh"), ["ctl", "close_all_connections", "js client test"]);
     default: throw new Error(`unknown control ${action}`);
   }
