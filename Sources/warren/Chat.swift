@@ -7,8 +7,8 @@ import struct WarrenCore.RouteKey
 /// shell. Lines typed are published to the conversation; the conversation's history (when the
 /// store is on) and then its messages as they come are printed, one per line:
 /// `12:01:07 bob: hi`. Messages on the user's other conversations are printed with their route.
-/// Status goes to stderr. It ends at end of input (after the last line was acknowledged) or on
-/// SIGINT.
+/// Status goes to stderr. It ends at end of input (after the last line was acknowledged: exit
+/// status 1 if Warren refused any line) or on SIGINT.
 ///
 /// This file imports the client library, and of WarrenCore only `RouteKey` (to check `--to`,
 /// `--user` and `--device` before connecting): WarrenCore has types of the same names.
@@ -77,6 +77,7 @@ struct Chat: AsyncParsableCommand {
         }
         Self.status("type a line and press enter to send it to \(route); end with Ctrl-D")
         var counter = 0
+        var unsent = 0
         for await line in Self.standardInputLines() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
             counter += 1
             let cid = "chat-\(ProcessInfo.processInfo.processIdentifier)-\(counter)"
@@ -86,10 +87,16 @@ struct Chat: AsyncParsableCommand {
             } catch {
                 // The line as typed, cut short: a pasted page refused as too large is not echoed whole.
                 Self.status("not sent (\(error)): \(line.count > 80 ? line.prefix(79) + "…" : line)")
+                unsent += 1
             }
         }
         incoming.cancel()
         await client.close()
+        // A script piping lines in learns that some did not go.
+        if unsent > 0 {
+            Self.status("\(unsent) line\(unsent == 1 ? " was" : "s were") not sent")
+            throw ExitCode.failure
+        }
     }
 
     /// Prints what arrives once each, skipping the echo of this terminal's own lines.
