@@ -22,6 +22,7 @@ final class FakeChannel: BrokerChannel {
         var gate: CallGate?
         var nacking = false
         var messageIDs: [String] = []
+        var bodies: [String] = []
     }
     private let state = NIOLockedValueBox(State())
 
@@ -125,6 +126,7 @@ final class FakeChannel: BrokerChannel {
         let promise = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
         let nacking = state.withLockedValue { s in
             s.messageIDs.append(properties.messageID ?? "")
+            s.bodies.append(String(buffer: body))
             return s.nacking
         }
         if nacking { promise.fail(AMQPError.publishNacked) } else { promise.succeed(()) }
@@ -132,6 +134,8 @@ final class FakeChannel: BrokerChannel {
     }
     /// The message ids of the publishes, in order.
     var messageIDs: [String] { state.withLockedValue { $0.messageIDs } }
+    /// The bodies of the publishes, in order.
+    var bodies: [String] { state.withLockedValue { $0.bodies } }
     /// Every publish from now on is nacked.
     func nackPublishes() { state.withLockedValue { $0.nacking = true } }
     /// Ends when the channel is closed (``closeByBroker(_:)``), as an AMQP channel's does.

@@ -12,7 +12,9 @@ struct PresenceAnnouncementTests {
                         .goodbye(node: "n3"), .sessionDeleted(node: "n4", session: "0123456789abcdef0123456789abcdef"),
                         .ackForwarded(node: "n5", session: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", cursor: "n1.42"),
                         .ackForwarded(node: "n5", session: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", cursor: "n1.0",
-                                      polledAt: 1_764_000_000_000)] {
+                                      polledAt: 1_764_000_000_000),
+                        .sent(node: "n6", from: "alice", cid: "c-1 ü", ids: ["01a2277e-80e5-72d1-b3aa-1c336456e15f",
+                                                                           "01a2277e-80eb-765a-a0fe-6bdd80c6361b"])] {
             #expect(PresenceAnnouncement.decode(message.encoded()) == message)
         }
         for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
@@ -23,7 +25,12 @@ struct PresenceAnnouncementTests {
                     #"{"node":"n","kind":"deleted","session":7}"#,
                     #"{"node":"n","kind":"ack","session":"a.b","cursor":"n1"}"#, #"{"node":"n","kind":"ack","session":"a b","cursor":"n1.1"}"#,
                     #"{"node":"n","kind":"ack","cursor":"n1.1"}"#, #"{"node":"n","kind":"ack","session":"a.b","cursor":"n 1.1"}"#,
-                    #"{"node":"n","kind":"ack","session":"a.b","cursor":"n1.1","polled_at":"soon"}"#] {
+                    #"{"node":"n","kind":"ack","session":"a.b","cursor":"n1.1","polled_at":"soon"}"#,
+                    #"{"node":"n","kind":"sent","from":"a","cid":"c","ids":[]}"#,
+                    #"{"node":"n","kind":"sent","from":"a","cid":"c","ids":["01A2277E-80E5-72D1-B3AA-1C336456E15F"]}"#,
+                    #"{"node":"n","kind":"sent","from":"a","cid":"","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
+                    #"{"node":"n","kind":"sent","cid":"c","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
+                    #"{"node":"n","kind":"sent","from":"a","cid":"c","ids":"01a2277e-80e5-72d1-b3aa-1c336456e15f"}"#] {
             #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
         }
     }

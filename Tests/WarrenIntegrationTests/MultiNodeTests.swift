@@ -192,6 +192,47 @@ struct MultiNodeTests {
         _ = try? Broker.ctl("delete_queue", "warren.inbox.\(gil).rr")
     }
 
+    /// A publish whose 202 was lost on the way, retried with its cid on another node (a balancer
+    /// without stickiness), is answered there with the first id and published once (DESIGN §2's
+    /// `(from, cid)` rule across nodes: the first node tells the others of each send it
+    /// confirmed). Before 2026-11-29 the retry was published again, under a new id.
+    @Test func aSendRetriedOnAnotherNodeIsPublishedOnce() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let nodeA = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeA.stop() } }
+        // Started second: A hears B's first announcement, so A knows of another node at once.
+        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeB.stop() } }
+        let ann = uniqueUser("ann"), ben = uniqueUser("ben")
+        let route = [ann, ben].sorted().joined(separator: ".")
+        let inbox = try await Poller.open(port: nodeB.port, user: ben,
+                                          subscriptions: #"[{"id":"me","pattern":"\#(mine(ben))","mode":"inbox"}]"#, device: "cid")
+        let send = #"{"route":"\#(route)","body":"once","cid":"c1"}"#
+        let first = try await HTTPTestClient.request(.POST, port: nodeA.port, "/v1/messages?user=\(ann)", body: send)
+        #expect(first.status == 202)
+        // A presence change on A is told after the send, on the same channel: once B knows of
+        // it, B has heard of the send.
+        let room = "room.\(uniqueUser("cid"))"
+        let watcher = try await nodeA.socket(ann)
+        _ = try await watcher.request(#"{"op":"sub","id":"r","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(try await PresenceIntegrationTests.awaitUsers(nodeB, route: room, [ann], asking: ben))
+        let retry = try await HTTPTestClient.request(.POST, port: nodeB.port, "/v1/messages?user=\(ann)", body: send)
+        #expect(retry.status == 202)
+        #expect(retry.json?["id"]?.stringValue == first.json?["id"]?.stringValue, "\(String(describing: retry.json))")
+        _ = try await HTTPTestClient.request(.POST, port: nodeB.port, "/v1/messages?user=\(ann)",
+                                             body: #"{"route":"\#(route)","body":"sentinel"}"#)
+        var bodies: [String] = []
+        var cursor = inbox.firstCursor
+        for _ in 0..<10 where bodies.last != "sentinel" {
+            let answer = try await inbox.poll(wait: 10, ack: cursor)
+            cursor = answer.cursor
+            bodies += answer.messages.compactMap { $0.env?["body"]?.stringValue }
+        }
+        #expect(bodies == ["once", "sentinel"])
+        await watcher.close()
+        _ = try? Broker.ctl("delete_queue", "warren.inbox.\(ben).cid")
+    }
+
     /// 1,000 long-polls held open on one node, all answered when a message arrives.
     @Test func aThousandConcurrentLongPolls() async throws {
         let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])

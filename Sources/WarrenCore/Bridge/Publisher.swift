@@ -9,7 +9,8 @@ import NIOCore
 /// One confirm-mode channel carries every publish; confirms are pipelined, so
 /// many sends are in flight at once. A send is answered only after the broker
 /// confirmed every route of it; the `(from, cid)` cache makes a retried send
-/// return the first ids instead of publishing twice. When the broker closes the
+/// return the first ids instead of publishing twice (also one first confirmed on
+/// another node, told here through ``rememberElsewhere(from:cid:ids:nowMilliseconds:)``). When the broker closes the
 /// channel with a channel error, the sends on it are answered `unavailable` and a
 /// new channel takes its place (``ReplaceableChannel``); a nack moves publishing to a fresh
 /// channel too (``nacked()``).
@@ -18,7 +19,9 @@ public final class Publisher: Sendable {
     let exchange: String
     let confirmTimeout: Duration
     let ids = UUIDv7Generator()
-    private let dedup: NIOLockedValueBox<DedupCache>
+    /// The `(from, cid)` cache, and who hears of each confirmed send with a cid (the other nodes,
+    /// ``Presence/sent(from:cid:ids:)``), read under the same lock.
+    private let dedup: NIOLockedValueBox<(cache: DedupCache, confirmedSend: (@Sendable (String, String, [String]) -> Void)?)>
     /// Sends with a cid whose confirms are still pending: a retry waits for the first.
     private let inFlight = NIOLockedValueBox<[String: [CheckedContinuation<[String]?, Never>]]>([:])
 
@@ -46,7 +49,7 @@ public final class Publisher: Sendable {
         self.exchange = exchange
         self.confirmTimeout = confirmTimeout
         self.metrics = metrics
-        self.dedup = NIOLockedValueBox(DedupCache())
+        self.dedup = NIOLockedValueBox((DedupCache(), nil))
         self.logger = logger
         self.canReopen = reopen != nil
         self.closedByBroker = closedByBroker
@@ -115,7 +118,7 @@ public final class Publisher: Sendable {
         // Ids an earlier unconfirmed try of this (from, cid) gave its routes: given again.
         var earlierIDs: [String: String] = [:]
         if let cid = request.cid {
-            switch dedup.withLockedValue({ $0.earlier(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
+            switch dedup.withLockedValue({ $0.cache.earlier(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
             case .confirmed(let ids)?:
                 return PendingPublish(publisher: self, state: .done(ids), sent: [], via: via, started: ContinuousClock.now)
             case .attempted(let ids)?:
@@ -189,10 +192,25 @@ public final class Publisher: Sendable {
     }
 
     func remember(from: String, cid: String, ids: [String], now: Int64) {
-        dedup.withLockedValue { $0.remember(from: from, cid: cid, ids: ids, nowMilliseconds: now) }
+        let tell = dedup.withLockedValue { d in
+            d.cache.remember(from: from, cid: cid, ids: ids, nowMilliseconds: now)
+            return d.confirmedSend
+        }
+        tell?(from, cid, ids)
     }
 
     func rememberAttempt(from: String, cid: String, routes: [String], ids: [String], now: Int64) {
-        dedup.withLockedValue { $0.rememberAttempt(from: from, cid: cid, routes: routes, ids: ids, nowMilliseconds: now) }
+        dedup.withLockedValue { $0.cache.rememberAttempt(from: from, cid: cid, routes: routes, ids: ids, nowMilliseconds: now) }
+    }
+
+    /// Tells `handler` of every confirmed send with a cid (the wiring hands them to the other
+    /// nodes: a retry that reaches one of them is answered with these ids, not published again).
+    public func onConfirmedSend(_ handler: @escaping @Sendable (_ from: String, _ cid: String, _ ids: [String]) -> Void) {
+        dedup.withLockedValue { $0.confirmedSend = handler }
+    }
+
+    /// A send with a cid another node confirmed: a retry of it here gets its ids.
+    public func rememberElsewhere(from: String, cid: String, ids: [String], nowMilliseconds: Int64 = WallClock.milliseconds()) {
+        dedup.withLockedValue { $0.cache.rememberElsewhere(from: from, cid: cid, ids: ids, nowMilliseconds: nowMilliseconds) }
     }
 }

@@ -50,6 +50,14 @@ public struct DedupCache: Sendable {
         store(.confirmed(ids), key: Self.key(from: from, cid: cid), nowMilliseconds)
     }
 
+    /// A send another node confirmed (its retry may come here: a balancer without stickiness),
+    /// unless this node confirmed one of its own.
+    public mutating func rememberElsewhere(from: String, cid: String, ids: [String], nowMilliseconds: Int64) {
+        let key = Self.key(from: from, cid: cid)
+        if case .confirmed? = entries[key]?.earlier { return }
+        store(.confirmed(ids), key: key, nowMilliseconds)
+    }
+
     /// A send that was not confirmed: the id given to each of its routes (unless a confirmed
     /// one is remembered).
     public mutating func rememberAttempt(from: String, cid: String, routes: [String], ids: [String], nowMilliseconds: Int64) {

@@ -100,9 +100,7 @@ public enum EnvelopeAMQPMapping {
     /// translated like any plain AMQP client's. The cost is a scan of the body, once per message
     /// on the live path, once per delivery on the inbox path.
     static func isOwnEnvelope(_ body: ByteBuffer, messageID: String?, routingKey: String) -> Bool {
-        guard var id = messageID, id.utf8.count == 36,
-              id.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
-                  || $0 == UInt8(ascii: "-") }) else { return false }
+        guard var id = messageID, UUIDv7Generator.isWellFormed(id) else { return false }
         var route = routingKey
         return body.withUnsafeReadableBytes { raw in
             var k = 0

@@ -20,6 +20,12 @@ public final class UUIDv7Generator: Sendable {
 
     public init() {}
 
+    /// Whether `id` has the form Warren's ids have: 36 bytes of lower-case hex digits and dashes.
+    public static func isWellFormed(_ id: String) -> Bool {
+        id.utf8.count == 36 && id.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+            || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) || $0 == UInt8(ascii: "-") }
+    }
+
     public func next(nowMilliseconds: UInt64) -> String {
         let (ms, counter, random) = state.withLockedValue { s -> (UInt64, UInt16, UInt64) in
             if nowMilliseconds > s.ms {

@@ -1,4 +1,5 @@
 import AMQPClient
+import Atomics
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -44,6 +45,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// Told a session string and a cursor of this node's that a poll on another node acked
     /// (``onAckForwarded(_:)``).
     private let ackForwarded = NIOLockedValueBox<(@Sendable (String, String, Int64?) -> Void)?>(nil)
+    /// Whether another node is known (its state heard, not yet expired or gone): only then are
+    /// confirmed sends announced (``sent(from:cid:ids:)``).
+    private let othersKnown = ManagedAtomic(false)
 
     /// `reopen` opens another channel on the same connection when the broker closed `channel`
     /// (nil: never replaced).
@@ -60,6 +64,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.book = NIOLockedValueBox(PresenceBook(node: node))
+        publisher.onConfirmedSend { [weak self] from, cid, ids in self?.sent(from: from, cid: cid, ids: ids) }
     }
 
     var timeoutMilliseconds: Int64 { Int64(settings.timeoutSeconds) * 1000 }
@@ -116,6 +121,16 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// Tells every other node that the poll session `id` was deleted here: a node that has it
     /// open ends it at once (its presence too) rather than after `poll.session_ttl`, and
     /// answers it `not_found` from then on, as this node does.
+    /// A send with a cid this node confirmed, told to the other nodes (when there are any: a
+    /// lone node sends nothing) so that a retry reaching one of them gets these ids instead of
+    /// a second publish. Needs presence on (the nodes know of each other by its announcements);
+    /// a node started in the last third of `presence.timeout` may not know the others yet.
+    func sent(from: String, cid: String, ids: [String]) {
+        guard settings.enabled, othersKnown.load(ordering: .relaxed) else { return }
+        let message = PresenceAnnouncement.sent(node: node, from: from, cid: cid, ids: ids)
+        serially { [self] in announce(message) }
+    }
+
     public func sessionDeleted(_ id: String) {
         serially { [self] in announce(.sessionDeleted(node: node, session: id)) }
     }
@@ -229,9 +244,14 @@ public final class Presence: AMQPDeliverySink, Sendable {
             if !leaves.isEmpty { serially { [self] in for change in leaves { publish(change, via: .amqp) } } }
             return leaves.count
         }
+        noteOthers()
         guard leaves > 0 else { return }
         logger.info("a node went quiet; its users left", metadata: ["leaves": "\(leaves)"])
         recordCounts()
+    }
+
+    private func noteOthers() {
+        othersKnown.store(book.withLockedValue { !$0.remote.isEmpty }, ordering: .relaxed)
     }
 
     // MARK: other nodes (on the broker's event loop: ``loop``)
@@ -254,6 +274,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
         case .ackForwarded(_, let token, let cursor, let polledAt):
             ackForwarded.withLockedValue { $0 }?(token, cursor, polledAt)
             return
+        case .sent(let other, let from, let cid, let ids):
+            if other != node { publisher.rememberElsewhere(from: from, cid: cid, ids: ids) }
+            return
         case .state, .change, .goodbye: guard settings.enabled else { return }
         }
         let now = WallClock.milliseconds()
@@ -268,10 +291,11 @@ public final class Presence: AMQPDeliverySink, Sendable {
                 serially { [self] in publish(owed, via: .amqp) }
                 return true
             case .goodbye(let other): book.receivedGoodbye(from: other)
-            case .sessionDeleted, .ackForwarded: break
+            case .sessionDeleted, .ackForwarded, .sent: break
             }
             return false
         }
+        noteOthers()
         if owed { recordCounts() }
     }
 

@@ -1,7 +1,8 @@
 /// What nodes tell each other about presence, on the fanout exchange `<amqp.exchange>.presence`
-/// (JSON): a node's whole state (periodically), one change, goodbye (drained), or that a poll
-/// session was deleted (every node that has it open ends it, and its presence, at once). One
-/// kind goes to a single node's queue instead: a poll's ack of a cursor that node made.
+/// (JSON): a node's whole state (periodically), one change, goodbye (drained), that a poll
+/// session was deleted (every node that has it open ends it, and its presence, at once), or a
+/// send with a cid it confirmed. One kind goes to a single node's queue instead: a poll's ack
+/// of a cursor that node made.
 ///
 /// A change says whether its node published the join or leave envelope (`"published":false`
 /// when it did not, because it believed another node held the entry; absent means it did).
@@ -15,13 +16,20 @@ public enum PresenceAnnouncement: Sendable, Equatable {
     /// this string (sent to that node alone). `polledAt`: the poll's arrival on `node` (Unix ms);
     /// nil for an ack on its own (`POST …/ack`), or from a node before 2026-11-29.
     case ackForwarded(node: String, session: String, cursor: String, polledAt: Int64? = nil)
+    /// `node` confirmed a send of `from`'s with this `cid` and gave it these ids: a retry that
+    /// reaches another node (a balancer without stickiness) is answered with them, not published
+    /// again (DESIGN §2's `(from, cid)` rule across nodes).
+    case sent(node: String, from: String, cid: String, ids: [String])
 
     /// More entries than this in one state message is not believed.
     public static let maxEntries = 1_000_000
+    /// More ids than this in one `sent` is not believed (a publish has at most `limits.max_routes`).
+    public static let maxSentIDs = 256
 
     public var node: String {
         switch self {
-        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _, _): return n
+        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _, _),
+             .sent(let n, _, _, _): return n
         }
     }
 
@@ -63,6 +71,17 @@ public enum PresenceAnnouncement: Sendable, Equatable {
                 w.int(polledAt)
             }
             w.raw("}")
+        case .sent(_, let from, let cid, let ids):
+            w.raw(",\"kind\":\"sent\",\"from\":")
+            w.string(from)
+            w.raw(",\"cid\":")
+            w.string(cid)
+            w.raw(",\"ids\":[")
+            for (k, id) in ids.enumerated() {
+                if k > 0 { w.raw(",") }
+                w.string(id)
+            }
+            w.raw("]}")
         }
         return w.bytes
     }
@@ -101,6 +120,15 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             let polledAt = json["polled_at"]
             guard polledAt == nil || polledAt?.intValue != nil else { return nil }
             return .ackForwarded(node: node, session: session, cursor: cursor, polledAt: polledAt?.intValue)
+        case "sent":
+            guard let from = json["from"]?.stringValue, Envelope.isValidSender(from), let cid = json["cid"]?.stringValue,
+                  Envelope.isValidCID(cid), case .array(let items)? = json["ids"], (1...maxSentIDs).contains(items.count) else { return nil }
+            var ids: [String] = []
+            for item in items {
+                guard let id = item.stringValue, UUIDv7Generator.isWellFormed(id) else { return nil }
+                ids.append(id)
+            }
+            return .sent(node: node, from: from, cid: cid, ids: ids)
         default:
             return nil
         }
