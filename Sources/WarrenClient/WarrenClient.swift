@@ -42,7 +42,9 @@ public actor WarrenClient {
     private struct Pending {
         let frame: Wire.Pub
         let continuation: CheckedContinuation<[String], any Error>
-        var sending = false
+        /// How it is being sent: over the socket (sent again when the socket ends), or by a POST
+        /// whose own answer decides (never a second beside it); nil: not being sent.
+        var sending: Transport?
     }
 
     /// How one connection (a WebSocket, or a run of poll sessions) ended.
@@ -267,13 +269,13 @@ public actor WarrenClient {
     }
 
     private func sendPublish(_ cid: String) {
-        guard !closed, var p = pending[cid], !p.sending else { return }
+        guard !closed, var p = pending[cid], p.sending == nil else { return }
         if let socket {
-            p.sending = true
+            p.sending = .webSocket
             pending[cid] = p
             socket.send(Wire.encode(p.frame))
         } else if pollOpen {
-            p.sending = true
+            p.sending = .polling
             pending[cid] = p
             Task { await self.postPublish(cid) }
         }
@@ -299,11 +301,12 @@ public actor WarrenClient {
                     return
                 }
             } catch {
+                pending[cid]?.sending = nil
                 return
             }
             try? await Task.sleep(for: .milliseconds(Int.random(in: 500...1500)))
             if socket != nil {
-                pending[cid]?.sending = false
+                pending[cid]?.sending = nil
                 return sendPublish(cid)
             }
         }
@@ -543,7 +546,8 @@ public actor WarrenClient {
             socket = nil
             resubscribing = nil
         }
-        for cid in pending.keys { pending[cid]?.sending = false }
+        // What went over this socket gets no answer now: sent again. A POST in flight keeps going.
+        for cid in pending.keys where pending[cid]?.sending == .webSocket { pending[cid]?.sending = nil }
         switch code {
         case 4401: return Outcome(opened: true, unauthorized: true)
         case 1008: return Outcome(opened: true, fatal: WarrenError("forbidden", "closed by Warren with 1008 (policy)"))
@@ -585,7 +589,7 @@ public actor WarrenClient {
         case "error":
             let error = WarrenError(f.code ?? "internal", f.message ?? "", ref: f.ref)
             if let ref = f.ref, pending[ref] != nil {
-                pending[ref]?.sending = false
+                pending[ref]?.sending = nil
                 if error.code == "unavailable" || error.code == "rate_limited" {
                     // Not published: tried again shortly, with the same cid.
                     Task {
@@ -895,8 +899,11 @@ public actor WarrenClient {
         pollOpen = true
         openedAs(.polling)
         scheduleProbe()
+        // Not a second POST beside one still in flight (its answer decides): on a node other than
+        // the first's, the two could both be published (a balancer without stickiness; until
+        // 2026-11-29 every poll session opened again sent a second).
         for cid in pending.keys {
-            pending[cid]?.sending = false
+            if pending[cid]?.sending != .polling { pending[cid]?.sending = nil }
             sendPublish(cid)
         }
     }

@@ -14,7 +14,7 @@
 // token on 4401 or a 401; stops on 1008; falls back to HTTP long-polling when the WebSocket
 // cannot open, and moves back once it can.
 
-/** An error Warren answered (its `code`, DESIGN §4), or one of the client's own: `closed`, `timeout`. */
+/** An error Warren answered (its `code`, DESIGN §4), or one of the client's own: `closed`, `timeout`, `bad_response` (a frame that is not Warren's). */
 export class WarrenError extends Error {
   constructor(code, message, status, ref) {
     super(message || code);
@@ -197,7 +197,7 @@ export class WarrenClient {
     if (options.headers) frame.headers = options.headers;
     if (options.transient) frame.transient = true;
     return new Promise((resolve, reject) => {
-      const entry = { frame, resolve, reject, sending: false };
+      const entry = { frame, resolve, reject, sending: false };  // sending: false, "websocket" or "polling"
       this.pending.set(cid, entry);
       this.sendPublish(entry);
     });
@@ -458,7 +458,8 @@ export class WarrenClient {
       const ended = (event) => {
         clearInterval(watch);
         if (this.socket === ws) { this.socket = null; this.resubscribing = null; }
-        for (const [, p] of this.pending) p.sending = false;
+        // What went over this socket gets no answer now: sent again. A POST in flight keeps going.
+        for (const [, p] of this.pending) if (p.sending === "websocket") p.sending = false;
         const code = event.code;
         if (code === 4401) resolve({ opened: true, unauthorized: true });
         else if (code === 1008) resolve({ opened: true, fatal: new WarrenError("forbidden", `closed by Warren: ${event.reason || "policy"} (1008)`) });
@@ -568,10 +569,10 @@ export class WarrenClient {
   sendPublish(entry) {
     if (this.closed || entry.sending || !this.pending.has(entry.frame.cid)) return;
     if (this.socket && this.socket.readyState === WS_OPEN) {
-      entry.sending = true;
+      entry.sending = "websocket";
       this.socket.send(JSON.stringify(entry.frame));
     } else if (this.poll) {
-      entry.sending = true;
+      entry.sending = "polling";
       this.postPublish(entry);
     }
   }
@@ -599,7 +600,10 @@ export class WarrenClient {
 
   openedPolling() {
     this.opened("polling");
-    for (const [, p] of this.pending) { p.sending = false; this.sendPublish(p); }
+    // Not a second POST beside one still in flight (its answer decides): on a node other than
+    // the first's, the two could both be published (a balancer without stickiness; until
+    // 2026-11-29 every poll session opened again sent a second).
+    for (const [, p] of this.pending) { if (p.sending !== "polling") p.sending = false; this.sendPublish(p); }
   }
 
   /**

@@ -232,6 +232,46 @@ export const cases = [
     },
   },
   {
+    name: "a publish whose POST is still in flight when the poll session opens again is not sent a second time",
+    async run(env) {
+      const kim = env.unique("kim");
+      // A fetch that counts POST /v1/messages per cid, and holds the first one's answer (read
+      // whole, so cutting the connections cannot spoil it) until released.
+      const posts = new Map();
+      let answered, release;
+      const firstAnswered = new Promise((r) => { answered = r; });
+      const held = new Promise((r) => { release = r; });
+      const fetch = async (url, init) => {
+        const res = await globalThis.fetch(url, init);
+        if (init?.method !== "POST" || !String(url).includes("/v1/messages")) return res;
+        const cid = JSON.parse(init.body).cid;
+        posts.set(cid, (posts.get(cid) || 0) + 1);
+        const text = await res.text();
+        if (posts.size === 1 && posts.get(cid) === 1) { answered(); await held; }
+        return new Response(text, { status: res.status, headers: res.headers });
+      };
+      const k = await env.connect({ user: kim, transports: ["polling"], pollWait: 1, fetch });
+      try {
+        const first = k.publish(`${kim}.x`, "once");
+        await firstAnswered;
+        // Warren unreachable for a moment (cut and refused: a browser sends a GET whose
+        // connection was merely cut again on its own), then back: the client opens a new poll
+        // session. Until 2026-11-29 it then sent every unanswered publish again, beside the
+        // POST still in flight (on another node, the two could both be published).
+        const lost = waitFor("connecting", 15000, (resolve) => k.on("state", (s) => { if (s === "connecting") resolve(); }));
+        await env.control("down");
+        await lost;
+        await env.control("forward");
+        await stateIs(k, "open");
+        await k.publish(`${kim}.x`, "after");
+        release();
+        await first;
+        const counts = [...posts.values()];
+        check(counts.length === 2 && counts.every((n) => n === 1), `POSTs per cid: ${counts}`);
+      } finally { release(); k.close(); }
+    },
+  },
+  {
     name: "a WebSocket frame that is not a JSON object is reported as bad_response, and the socket goes on",
     async run(env) {
       const kim = env.unique("kim"), lee = env.unique("lee");
