@@ -6,8 +6,9 @@ import TestSupport
 /// A loopback TCP proxy (to the broker, or to Warren for the client libraries' tests) that can
 /// play an outage: when down, it drops every open connection and refuses (closes at once) new
 /// ones; muted, it drops what the target sends; refusing, it answers every new connection's
-/// request with a 503 (a proxy that lets no WebSocket through); and it can send its clients
-/// bytes of its own, as if from the target.
+/// request with a 503 (a proxy that lets no WebSocket through); it can send its clients
+/// bytes of its own, as if from the target, and hold back the answer to one request (its
+/// connection spared by outages) until released; and it lists the requests that went through.
 final class OutageProxy: Sendable {
     private struct State {
         var down = false
@@ -15,6 +16,12 @@ final class OutageProxy: Sendable {
         var refusing = false
         var open: [ObjectIdentifier: any Channel] = [:]
         var clients: Set<ObjectIdentifier> = []
+        /// The next request whose first line starts with this has its answer held.
+        var holdPrefix: String?
+        var holders: [AnswerHolder] = []
+        /// Connections an outage leaves alone (the held answer's).
+        var spared: Set<ObjectIdentifier> = []
+        var requestLines: [String] = []
     }
 
     let port: Int
@@ -42,8 +49,20 @@ final class OutageProxy: Sendable {
                         $0.open[ObjectIdentifier(outbound)] = outbound
                         $0.clients.insert(ObjectIdentifier(inbound))
                     }
+                    let holder = AnswerHolder(eventLoop: inbound.eventLoop) { bytes in
+                        let head = bytes.getString(at: bytes.readerIndex, length: min(bytes.readableBytes, 80)) ?? ""
+                        let line = head.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+                        return state.withLockedValue { s in
+                            if ["GET ", "POST ", "PUT ", "DELETE "].contains(where: line.hasPrefix) { s.requestLines.append(line) }
+                            guard let prefix = s.holdPrefix, line.hasPrefix(prefix) else { return false }
+                            s.holdPrefix = nil
+                            s.spared.formUnion([ObjectIdentifier(inbound), ObjectIdentifier(outbound)])
+                            return true
+                        }
+                    }
+                    state.withLockedValue { $0.holders.append(holder) }
                     let (a, b) = SpliceHandler.pair(isFrozen: { false }, { state.withLockedValue { $0.muted } })
-                    return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
+                    return inbound.pipeline.addHandlers([holder, a]).and(outbound.pipeline.addHandler(b)).map { _ in }
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -58,8 +77,12 @@ final class OutageProxy: Sendable {
     /// Closes every open connection (new ones are let through).
     func cut() {
         let toClose = state.withLockedValue { s -> [any Channel] in
-            defer { s.open.removeAll(); s.clients.removeAll() }
-            return Array(s.open.values)
+            let closing = s.open.filter { !s.spared.contains($0.key) }
+            for id in closing.keys {
+                s.open[id] = nil
+                s.clients.remove(id)
+            }
+            return Array(closing.values)
         }
         for c in toClose { c.close(promise: nil) }
     }
@@ -69,6 +92,21 @@ final class OutageProxy: Sendable {
         let clients = state.withLockedValue { s in s.clients.compactMap { s.open[$0] } }
         for c in clients { c.writeAndFlush(ByteBuffer(bytes: bytes), promise: nil) }
     }
+
+    /// Holds back the answer to the next request whose first line starts with `prefix`
+    /// (`"POST /v1/messages"`) until ``releaseHeld()``; outages leave its connection alone.
+    func holdAnswer(to prefix: String) { state.withLockedValue { $0.holdPrefix = prefix } }
+
+    func releaseHeld() {
+        let holders = state.withLockedValue { s -> [AnswerHolder] in
+            s.spared.removeAll()
+            return s.holders
+        }
+        for h in holders { h.release() }
+    }
+
+    /// The first lines of the requests that went through, in order.
+    var requests: [String] { state.withLockedValue { $0.requestLines } }
 
     /// Drops (while on) whatever the target sends to the clients.
     func setMuted(_ muted: Bool) { state.withLockedValue { $0.muted = muted } }

@@ -633,6 +633,34 @@ struct WarrenClientTests {
         await rig.stop()
     }
 
+    @Test func aPublishWhosePOSTIsInFlightWhenThePollSessionOpensAgainIsNotSentTwice() async throws {
+        let rig = try await Rig.start()
+        let kim = uniqueUser("kim")
+        let k = try await rig.client(kim, transports: [.polling], pollWait: 1)
+        let http = rig.http
+        let posts: @Sendable () -> Int = { http.requests.filter { $0.hasPrefix("POST /v1/messages") }.count }
+        rig.http.holdAnswer(to: "POST /v1/messages")
+        let first = Task { try await k.publish("\(kim).x", "once") }
+        #expect(await Self.first(within: .seconds(15)) {
+            while posts() < 1 { try? await Task.sleep(for: .milliseconds(20)) }
+            return true
+        }, "the publish's POST went out")
+        // Warren unreachable for a moment, the POST's connection spared (its answer still on the
+        // way), then back: the client opens a new poll session. Until 2026-11-29 it then sent
+        // the unanswered publish again, beside the POST in flight (on another node, the two could
+        // both be published).
+        rig.http.setDown(true)
+        #expect(await Self.state(of: k, within: .seconds(20)) { if case .connecting = $0 { true } else { false } })
+        rig.http.setDown(false)
+        #expect(await Self.state(of: k, within: .seconds(20)) { $0 == .open(.polling) })
+        _ = try await k.publish("\(kim).x", "after")
+        rig.http.releaseHeld()
+        _ = try await first.value
+        #expect(posts() == 2, "\(rig.http.requests.filter { $0.hasPrefix("POST /v1/messages") })")
+        await k.close()
+        await rig.stop()
+    }
+
     @Test func aRefusedTokenIsWhatWaitingCallersAreTold() async throws {
         let rig = try await Rig.start()
         var c = WarrenClientConfiguration(url: URL(string: "http://127.0.0.1:\(rig.warren.port)")!, token: "not.a.token")
