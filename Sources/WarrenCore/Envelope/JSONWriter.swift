@@ -31,6 +31,16 @@ public struct JSONWriter {
         }
     }
 
+    /// A JSON array of strings.
+    public mutating func strings(_ items: some Sequence<String>) {
+        raw("[")
+        for (k, item) in items.enumerated() {
+            if k > 0 { raw(",") }
+            string(item)
+        }
+        raw("]")
+    }
+
     private mutating func escape(_ b: UInt8) {
         switch b {
         case UInt8(ascii: "\""): raw("\\\"")

@@ -76,12 +76,9 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             w.string(from)
             w.raw(",\"cid\":")
             w.string(cid)
-            w.raw(",\"ids\":[")
-            for (k, id) in ids.enumerated() {
-                if k > 0 { w.raw(",") }
-                w.string(id)
-            }
-            w.raw("]}")
+            w.raw(",\"ids\":")
+            w.strings(ids)
+            w.raw("}")
         }
         return w.bytes
     }

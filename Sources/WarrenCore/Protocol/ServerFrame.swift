@@ -32,12 +32,9 @@ public enum ServerFrame {
             w.string(cid)
         }
         if multicast {
-            w.raw(",\"ids\":[")
-            for (k, id) in ids.enumerated() {
-                if k > 0 { w.raw(",") }
-                w.string(id)
-            }
-            w.raw("]}")
+            w.raw(",\"ids\":")
+            w.strings(ids)
+            w.raw("}")
         } else {
             w.raw(",\"id\":")
             w.string(ids.first ?? "")
@@ -81,12 +78,9 @@ public enum ServerFrame {
     private static func presenceMembers(_ w: inout JSONWriter, route: String, users: [String]) {
         w.raw("\"route\":")
         w.string(route)
-        w.raw(",\"users\":[")
-        for (k, u) in users.enumerated() {
-            if k > 0 { w.raw(",") }
-            w.string(u)
-        }
-        w.raw("]}")
+        w.raw(",\"users\":")
+        w.strings(users)
+        w.raw("}")
     }
 
     public static let pong: [UInt8] = Array(#"{"op":"pong"}"#.utf8)
