@@ -116,11 +116,8 @@ public final class Presence: AMQPDeliverySink, Sendable {
         apply(entry, present: false, via: via) { $0.localLeft(entry, at: now) }
     }
 
-    // MARK: poll sessions deleted
+    // MARK: sends confirmed, poll sessions deleted
 
-    /// Tells every other node that the poll session `id` was deleted here: a node that has it
-    /// open ends it at once (its presence too) rather than after `poll.session_ttl`, and
-    /// answers it `not_found` from then on, as this node does.
     /// A send with a cid this node confirmed, told to the other nodes (when there are any: a
     /// lone node sends nothing) so that a retry reaching one of them gets these ids instead of
     /// a second publish. Needs presence on (the nodes know of each other by its announcements);
@@ -131,6 +128,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
         serially { [self] in announce(message) }
     }
 
+    /// Tells every other node that the poll session `id` was deleted here: a node that has it
+    /// open ends it at once (its presence too) rather than after `poll.session_ttl`, and
+    /// answers it `not_found` from then on, as this node does.
     public func sessionDeleted(_ id: String) {
         serially { [self] in announce(.sessionDeleted(node: node, session: id)) }
     }
