@@ -37,6 +37,12 @@ struct CrossNodeSendTests {
         }
 
         var sentAnnouncements: [String] { announcements.bodies.filter { $0.contains(#""kind":"sent""#) } }
+        /// The ids of the messages published (not the announcements before them, which carry none).
+        var messageIDs: [String] { broker.messageIDs.filter { !$0.isEmpty } }
+
+        func knowOf(_ other: String, starting: Bool = false) {
+            hear(String(decoding: PresenceAnnouncement.state(node: other, entries: [], starting: starting).encoded(), as: UTF8.self))
+        }
     }
 
     @Test func aRetryOnAnotherNodeGetsTheFirstIDs() async throws {
@@ -45,19 +51,70 @@ struct CrossNodeSendTests {
         _ = try await n1.publish("c0")
         #expect(n1.sentAnnouncements.isEmpty)
 
-        n1.hear(String(decoding: PresenceAnnouncement.state(node: "n2", entries: []).encoded(), as: UTF8.self))
+        n1.knowOf("n2")
         let ids = try await n1.publish("c1")
         let told = try #require(n1.sentAnnouncements.first)
         #expect(PresenceAnnouncement.decode(Array(told.utf8)) == .sent(node: "n1", from: "alice", cid: "c1", ids: ids))
         n2.hear(told)
         #expect(try await n2.publish("c1") == ids)
-        #expect(n2.broker.messageIDs.isEmpty, "published again: \(n2.broker.messageIDs)")
+        #expect(n2.messageIDs.isEmpty, "published again: \(n2.messageIDs)")
         // Another sender's same cid is another send; a node's own announcement, heard back, is nothing new.
         let bobs = try await n2.publish("c1", from: "bob")
         #expect(Set(bobs).isDisjoint(with: ids))
         n1.hear(told)
         #expect(try await n1.publish("c1") == ids)
-        #expect(n1.broker.messageIDs.count == 4)
+        #expect(n1.messageIDs.count == 4)
+    }
+
+    /// A send written on one node and never confirmed there (nacked here; in life, the node can
+    /// die before its confirm), retried on another: published there with the first ids, so what
+    /// of the first did reach a queue is the same message, not a second one.
+    @Test func aSendNotConfirmedOnOneNodeKeepsItsIDsOnAnother() async throws {
+        let n1 = Node("n1"), n2 = Node("n2")
+        // Alone, a node writes no announcement before a send.
+        _ = try await n1.publish("c0")
+        #expect(n1.broker.bodies.allSatisfy { !$0.contains(#""kind":"sending""#) })
+
+        n1.knowOf("n2")
+        n1.broker.nackPublishes()
+        await #expect(throws: ProtocolError.self) { try await n1.publish("c1") }
+        // The announcement goes first, on the channel the send goes on, to the other node's queue
+        // (through the default exchange, always there).
+        let written = Array(n1.broker.bodies.suffix(3))
+        #expect(Array(n1.broker.calls.suffix(3)) == ["publish warren.presence.n2", "publish alice.bob", "publish alice.carol"])
+        guard case .sending(let node, let from, let cid, let routes, let ids)? = PresenceAnnouncement.decode(Array(written[0].utf8)) else {
+            Issue.record("no announcement before the send: \(written)")
+            return
+        }
+        #expect(node == "n1" && from == "alice" && cid == "c1" && routes == ["alice.bob", "alice.carol"])
+        #expect(Array(n1.messageIDs.suffix(2)) == ids)
+        #expect(n1.sentAnnouncements.isEmpty, "a send not confirmed is not told as sent")
+
+        n2.hear(written[0])
+        #expect(try await n2.publish("c1") == ids)
+        #expect(n2.messageIDs == ids, "published again with the first ids")
+        // A node's own announcement, heard back, changes nothing; one heard after a confirm
+        // does not undo it.
+        n1.hear(written[0])
+        n2.hear(written[0])
+        #expect(try await n2.publish("c1") == ids)
+        #expect(n2.messageIDs == ids)
+    }
+
+    /// A node that hears a node it did not know, or one starting again (a restart it had not
+    /// noticed), answers with its state at once: the newcomer knows of it, and so tells it of
+    /// its sends, without waiting a third of the timeout.
+    @Test func aNodeStartingIsAnsweredWithTheStateAtOnce() {
+        let n1 = Node("n1")
+        func states() -> Int { n1.announcements.bodies.filter { $0.contains(#""kind":"state""#) }.count }
+        n1.knowOf("n2")
+        #expect(states() == 1)
+        n1.knowOf("n2")
+        #expect(states() == 1, "a node known already is not answered")
+        n1.knowOf("n2", starting: true)
+        #expect(states() == 2)
+        n1.knowOf("n1", starting: true)
+        #expect(states() == 2, "its own")
     }
 
     @Test func aSendNeverOverridesOneThisNodeConfirmed() {
@@ -68,5 +125,13 @@ struct CrossNodeSendTests {
         cache.rememberAttempt(from: "alice", cid: "c2", routes: ["alice.bob"], ids: ["tried"], nowMilliseconds: 0)
         cache.rememberElsewhere(from: "alice", cid: "c2", ids: ["theirs"], nowMilliseconds: 1)
         #expect(cache.lookup(from: "alice", cid: "c2", nowMilliseconds: 2) == ["theirs"])
+        // Another node's attempt: remembered only where nothing is.
+        cache.rememberAttemptElsewhere(from: "alice", cid: "c1", routes: ["alice.bob"], ids: ["other"], nowMilliseconds: 3)
+        #expect(cache.lookup(from: "alice", cid: "c1", nowMilliseconds: 4) == ["mine"])
+        cache.rememberAttempt(from: "alice", cid: "c3", routes: ["alice.bob"], ids: ["tried"], nowMilliseconds: 0)
+        cache.rememberAttemptElsewhere(from: "alice", cid: "c3", routes: ["alice.bob"], ids: ["other"], nowMilliseconds: 1)
+        #expect(cache.earlier(from: "alice", cid: "c3", nowMilliseconds: 2) == .attempted(["alice.bob": "tried"]))
+        cache.rememberAttemptElsewhere(from: "alice", cid: "c4", routes: ["alice.bob"], ids: ["other"], nowMilliseconds: 1)
+        #expect(cache.earlier(from: "alice", cid: "c4", nowMilliseconds: 2) == .attempted(["alice.bob": "other"]))
     }
 }

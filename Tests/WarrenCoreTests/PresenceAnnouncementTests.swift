@@ -6,6 +6,7 @@ struct PresenceAnnouncementTests {
     @Test func roundTripAndValidation() {
         let entries: Set<PresenceEntry> = [PresenceEntry(route: "room.lobby", user: "alice"), PresenceEntry(route: "alice.bob", user: "bob")]
         for message in [PresenceAnnouncement.state(node: "n1", entries: entries), .state(node: "n1", entries: []),
+                        .state(node: "n1", entries: [], starting: true),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: true),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false),
                         .change(node: "n2", entry: PresenceEntry(route: "room.x", user: "carol"), present: false, published: false),
@@ -14,7 +15,9 @@ struct PresenceAnnouncementTests {
                         .ackForwarded(node: "n5", session: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", cursor: "n1.0",
                                       polledAt: 1_764_000_000_000),
                         .sent(node: "n6", from: "alice", cid: "c-1 ü", ids: ["01a2277e-80e5-72d1-b3aa-1c336456e15f",
-                                                                           "01a2277e-80eb-765a-a0fe-6bdd80c6361b"])] {
+                                                                           "01a2277e-80eb-765a-a0fe-6bdd80c6361b"]),
+                        .sending(node: "n7", from: "alice", cid: "c-2", routes: ["alice.bob", "room.x"],
+                                 ids: ["01a2277e-80e5-72d1-b3aa-1c336456e15f", "01a2277e-80eb-765a-a0fe-6bdd80c6361b"])] {
             #expect(PresenceAnnouncement.decode(message.encoded()) == message)
         }
         for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
@@ -30,7 +33,12 @@ struct PresenceAnnouncementTests {
                     #"{"node":"n","kind":"sent","from":"a","cid":"c","ids":["01A2277E-80E5-72D1-B3AA-1C336456E15F"]}"#,
                     #"{"node":"n","kind":"sent","from":"a","cid":"","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
                     #"{"node":"n","kind":"sent","cid":"c","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
-                    #"{"node":"n","kind":"sent","from":"a","cid":"c","ids":"01a2277e-80e5-72d1-b3aa-1c336456e15f"}"#] {
+                    #"{"node":"n","kind":"sent","from":"a","cid":"c","ids":"01a2277e-80e5-72d1-b3aa-1c336456e15f"}"#,
+                    #"{"node":"n","kind":"state","starting":1,"entries":[]}"#,
+                    #"{"node":"n","kind":"sending","from":"a","cid":"c","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
+                    #"{"node":"n","kind":"sending","from":"a","cid":"c","routes":[],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
+                    #"{"node":"n","kind":"sending","from":"a","cid":"c","routes":["a.#"],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
+                    #"{"node":"n","kind":"sending","from":"a","cid":"c","routes":[7],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#] {
             #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
         }
     }

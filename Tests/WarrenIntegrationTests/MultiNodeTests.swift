@@ -233,6 +233,57 @@ struct MultiNodeTests {
         _ = try? Broker.ctl("delete_queue", "warren.inbox.\(ben).cid")
     }
 
+    /// A send one node wrote and never confirmed (carol's inbox full under reject-publish: the
+    /// broker nacks it; in life the node can also die before its confirm), retried on another
+    /// node: what reached bob comes again as the same message, with the first try's id.
+    @Test func aSendNotConfirmedOnOneNodeAndRetriedOnAnotherKeepsItsID() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let full = ["WARREN_INBOX_MAX_LENGTH": "1", "WARREN_INBOX_OVERFLOW": "reject-publish", "WARREN_INBOX_PREFETCH": "1"]
+        let nodeA = try await WarrenInstance.start(full, exchange: exchange)
+        defer { Task { await nodeA.stop() } }
+        let nodeB = try await WarrenInstance.start(full, exchange: exchange)
+        defer { Task { await nodeB.stop() } }
+        let ann = uniqueUser("ann"), ben = uniqueUser("ben"), cat = uniqueUser("cat")
+        let b = try await Poller.open(port: nodeB.port, user: ben, subscriptions: ##"[{"id":"l","pattern":"#.\##(ben).#","mode":"live"}]"##,
+                                      device: "d")
+        _ = try await Poller.open(port: nodeA.port, user: cat, subscriptions: ##"[{"id":"i","pattern":"#.\##(cat).#","mode":"inbox"}]"##,
+                                  device: "d")
+        // cat's inbox filled until the broker refuses a message.
+        var refused = false
+        for n in 0..<5 where !refused {
+            let r = try await HTTPTestClient.request(.POST, port: nodeA.port, "/v1/messages?user=\(ann)",
+                                                     body: #"{"route":"\#(ann).\#(cat)","body":"fill \#(n)"}"#)
+            refused = r.status == 503
+        }
+        #expect(refused)
+        let send = #"{"route":"\#([ann, ben, cat].sorted().joined(separator: "."))","body":"hi","cid":"c1"}"#
+        let first = try await HTTPTestClient.request(.POST, port: nodeA.port, "/v1/messages?user=\(ann)", body: send)
+        // A presence change on A, announced after the send was written: once B knows of it, B has
+        // heard what A told of the send (both went to B's queue, the announcement first).
+        let room = "room.\(uniqueUser("cid"))"
+        let watcher = try await nodeA.socket(ann)
+        _ = try await watcher.request(#"{"op":"sub","id":"r","pattern":"\#(room)","presence":true}"#, expect: "subscribed")
+        #expect(try await PresenceIntegrationTests.awaitUsers(nodeB, route: room, [ann], asking: ben))
+        let retry = try await HTTPTestClient.request(.POST, port: nodeB.port, "/v1/messages?user=\(ann)", body: send)
+        _ = try await HTTPTestClient.request(.POST, port: nodeB.port, "/v1/messages?user=\(ann)",
+                                             body: #"{"route":"\#([ann, ben].sorted().joined(separator: "."))","body":"sentinel"}"#)
+        var bodies: [(body: String, id: String)] = []
+        var cursor: String?
+        for _ in 0..<10 where !bodies.contains(where: { $0.body == "sentinel" }) {
+            let (messages, next) = try await b.poll(wait: 5, ack: cursor)
+            cursor = next
+            bodies += messages.compactMap { m in
+                guard let env = m["env"], let body = env["body"]?.stringValue, let id = env["id"]?.stringValue else { return nil }
+                return (body, id)
+            }
+        }
+        #expect(first.status == 503 && retry.status == 503, "\(first.status) \(retry.status)")
+        let his = bodies.filter { $0.body == "hi" }
+        #expect(his.count == 2 && Set(his.map(\.id)).count == 1, "\(bodies)")
+        await watcher.close()
+        _ = try? Broker.ctl("delete_queue", "warren.inbox.\(cat).d")
+    }
+
     /// 1,000 long-polls held open on one node, all answered when a message arrives.
     @Test func aThousandConcurrentLongPolls() async throws {
         let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])

@@ -10,7 +10,10 @@ import NIOCore
 /// many sends are in flight at once. A send is answered only after the broker
 /// confirmed every route of it; the `(from, cid)` cache makes a retried send
 /// return the first ids instead of publishing twice (also one first confirmed on
-/// another node, told here through ``rememberElsewhere(from:cid:ids:nowMilliseconds:)``). When the broker closes the
+/// another node, told here through ``rememberElsewhere(from:cid:ids:nowMilliseconds:)``; one
+/// another node wrote but did not confirm, through
+/// ``rememberAttemptElsewhere(from:cid:routes:ids:nowMilliseconds:)``, is published again
+/// with its ids). When the broker closes the
 /// channel with a channel error, the sends on it are answered `unavailable` and a
 /// new channel takes its place (``ReplaceableChannel``); a nack moves publishing to a fresh
 /// channel too (``nacked()``).
@@ -19,9 +22,15 @@ public final class Publisher: Sendable {
     let exchange: String
     let confirmTimeout: Duration
     let ids = UUIDv7Generator()
-    /// The `(from, cid)` cache, and who hears of each confirmed send with a cid (the other nodes,
-    /// ``Presence/sent(from:cid:ids:)``), read under the same lock.
-    private let dedup: NIOLockedValueBox<(cache: DedupCache, confirmedSend: (@Sendable (String, String, [String]) -> Void)?)>
+    /// The `(from, cid)` cache, and who hears of each send with a cid (the other nodes: ``Presence``),
+    /// read under the same lock: `attempting` gives the announcement written just before the
+    /// send on the same channel (``onSends(attempting:confirmed:)``), `confirmedSend` hears its confirm.
+    private let dedup: NIOLockedValueBox<(cache: DedupCache, attempting: AttemptAnnouncer?,
+                                          confirmedSend: (@Sendable (String, String, [String]) -> Void)?)>
+    /// Given a send with a cid about to be written (from, cid, routes, ids), the announcement to
+    /// write before it and the queues it goes to (through the default exchange, which is always
+    /// there: a publish to an exchange that is not would close the channel), or nil for none.
+    public typealias AttemptAnnouncer = @Sendable (String, String, [String], [String]) -> (body: ByteBuffer, queues: [String])?
     /// Sends with a cid whose confirms are still pending: a retry waits for the first.
     private let inFlight = NIOLockedValueBox<[String: [CheckedContinuation<[String]?, Never>]]>([:])
 
@@ -49,7 +58,7 @@ public final class Publisher: Sendable {
         self.exchange = exchange
         self.confirmTimeout = confirmTimeout
         self.metrics = metrics
-        self.dedup = NIOLockedValueBox((DedupCache(), nil))
+        self.dedup = NIOLockedValueBox((DedupCache(), nil, nil))
         self.logger = logger
         self.canReopen = reopen != nil
         self.closedByBroker = closedByBroker
@@ -117,8 +126,13 @@ public final class Publisher: Sendable {
         var dedupKey: String?
         // Ids an earlier unconfirmed try of this (from, cid) gave its routes: given again.
         var earlierIDs: [String: String] = [:]
+        var attempting: AttemptAnnouncer?
         if let cid = request.cid {
-            switch dedup.withLockedValue({ $0.cache.earlier(from: from, cid: cid, nowMilliseconds: nowMilliseconds) }) {
+            let earlier = dedup.withLockedValue { d in
+                attempting = d.attempting
+                return d.cache.earlier(from: from, cid: cid, nowMilliseconds: nowMilliseconds)
+            }
+            switch earlier {
             case .confirmed(let ids)?:
                 return PendingPublish(publisher: self, state: .done(ids), sent: [], via: via, started: ContinuousClock.now)
             case .attempted(let ids)?:
@@ -160,6 +174,15 @@ public final class Publisher: Sendable {
         var confirms: [EventLoopFuture<Void>] = []
         let channel = link.channel
         do {
+            // Told to the other nodes first, on this channel: once any of the send is routed, so
+            // is this, even if this node dies before its confirm (a retry elsewhere keeps the ids).
+            if let attempting, let cid = request.cid,
+               let told = attempting(from, cid, envelopes.map(\.0.route), envelopes.map(\.0.id)) {
+                for queue in told.queues {
+                    _ = try channel.startPublish(told.body, exchange: "", routingKey: queue, mandatory: false,
+                                                 properties: BasicProperties(contentType: "application/json", deliveryMode: 1), timeout: nil)
+                }
+            }
             for (envelope, bytes) in envelopes {
                 confirms.append(try channel.startPublish(ByteBuffer(bytes: bytes), exchange: exchange, routingKey: envelope.route,
                                                          mandatory: true, properties: EnvelopeAMQPMapping.properties(for: envelope),
@@ -203,14 +226,30 @@ public final class Publisher: Sendable {
         dedup.withLockedValue { $0.cache.rememberAttempt(from: from, cid: cid, routes: routes, ids: ids, nowMilliseconds: now) }
     }
 
-    /// Tells `handler` of every confirmed send with a cid (the wiring hands them to the other
-    /// nodes: a retry that reaches one of them is answered with these ids, not published again).
-    public func onConfirmedSend(_ handler: @escaping @Sendable (_ from: String, _ cid: String, _ ids: [String]) -> Void) {
-        dedup.withLockedValue { $0.confirmedSend = handler }
+    /// Tells the other nodes of every send with a cid (the wiring: ``Presence``): `attempting`
+    /// gives what to write just before the send, on the same channel (a retry reaching another
+    /// node is published there with the same ids, even if this node died before its confirm);
+    /// `confirmed` hears each confirmed one (a retry reaching another node is answered there with
+    /// its ids, not published again).
+    public func onSends(attempting: @escaping AttemptAnnouncer,
+                        confirmed: @escaping @Sendable (_ from: String, _ cid: String, _ ids: [String]) -> Void) {
+        dedup.withLockedValue {
+            $0.attempting = attempting
+            $0.confirmedSend = confirmed
+        }
     }
 
     /// A send with a cid another node confirmed: a retry of it here gets its ids.
     public func rememberElsewhere(from: String, cid: String, ids: [String], nowMilliseconds: Int64 = WallClock.milliseconds()) {
         dedup.withLockedValue { $0.cache.rememberElsewhere(from: from, cid: cid, ids: ids, nowMilliseconds: nowMilliseconds) }
+    }
+
+    /// A send with a cid another node is writing (`ids[i]` for `routes[i]`): a retry of it here
+    /// is published with the same ids, unless one is remembered already.
+    public func rememberAttemptElsewhere(from: String, cid: String, routes: [String], ids: [String],
+                                         nowMilliseconds: Int64 = WallClock.milliseconds()) {
+        dedup.withLockedValue {
+            $0.cache.rememberAttemptElsewhere(from: from, cid: cid, routes: routes, ids: ids, nowMilliseconds: nowMilliseconds)
+        }
     }
 }

@@ -58,6 +58,13 @@ public struct DedupCache: Sendable {
         store(.confirmed(ids), key: key, nowMilliseconds)
     }
 
+    /// A send another node is writing, not yet confirmed there (it may never be: the node can
+    /// die first): a retry here is published with its ids, unless anything is remembered already.
+    public mutating func rememberAttemptElsewhere(from: String, cid: String, routes: [String], ids: [String], nowMilliseconds: Int64) {
+        guard earlier(from: from, cid: cid, nowMilliseconds: nowMilliseconds) == nil else { return }
+        store(.attempted(Dictionary(zip(routes, ids)) { first, _ in first }), key: Self.key(from: from, cid: cid), nowMilliseconds)
+    }
+
     /// A send that was not confirmed: the id given to each of its routes (unless a confirmed
     /// one is remembered).
     public mutating func rememberAttempt(from: String, cid: String, routes: [String], ids: [String], nowMilliseconds: Int64) {

@@ -48,6 +48,8 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// Whether another node is known (its state heard, not yet expired or gone): only then are
     /// confirmed sends announced (``sent(from:cid:ids:)``).
     private let othersKnown = ManagedAtomic(false)
+    /// The queues of the other nodes known (``noteOthers()``): where a send being written is told.
+    private let otherQueues = NIOLockedValueBox<[String]>([])
 
     /// `reopen` opens another channel on the same connection when the broker closed `channel`
     /// (nil: never replaced).
@@ -64,7 +66,8 @@ public final class Presence: AMQPDeliverySink, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.book = NIOLockedValueBox(PresenceBook(node: node))
-        publisher.onConfirmedSend { [weak self] from, cid, ids in self?.sent(from: from, cid: cid, ids: ids) }
+        publisher.onSends(attempting: { [weak self] from, cid, routes, ids in self?.sending(from: from, cid: cid, routes: routes, ids: ids) },
+                          confirmed: { [weak self] from, cid, ids in self?.sent(from: from, cid: cid, ids: ids) })
     }
 
     var timeoutMilliseconds: Int64 { Int64(settings.timeoutSeconds) * 1000 }
@@ -74,7 +77,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     func start() async throws {
         try await listen()
         guard settings.enabled else { return }
-        announce(.state(node: node, entries: []))
+        announce(.state(node: node, entries: [], starting: true))
         let interval = max(1, settings.timeoutSeconds / 3)
         ticker.withLockedValue { $0 = Task { [weak self] in
             var second = 0
@@ -126,6 +129,16 @@ public final class Presence: AMQPDeliverySink, Sendable {
         guard settings.enabled, othersKnown.load(ordering: .relaxed) else { return }
         let message = PresenceAnnouncement.sent(node: node, from: from, cid: cid, ids: ids)
         serially { [self] in announce(message) }
+    }
+
+    /// A send with a cid this node is about to write, as the other nodes are told of it (when
+    /// there are any), and their queues: written just before it, on the same channel, so a retry
+    /// reaching one of them keeps these ids even if this node dies before the confirm.
+    func sending(from: String, cid: String, routes: [String], ids: [String]) -> (body: ByteBuffer, queues: [String])? {
+        guard settings.enabled, othersKnown.load(ordering: .relaxed) else { return nil }
+        let queues = otherQueues.withLockedValue { $0 }
+        guard !queues.isEmpty else { return nil }
+        return (ByteBuffer(bytes: PresenceAnnouncement.sending(node: node, from: from, cid: cid, routes: routes, ids: ids).encoded()), queues)
     }
 
     /// Tells every other node that the poll session `id` was deleted here: a node that has it
@@ -251,7 +264,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
     }
 
     private func noteOthers() {
-        othersKnown.store(book.withLockedValue { !$0.remote.isEmpty }, ordering: .relaxed)
+        let queues = book.withLockedValue { $0.remote.keys.sorted().map(Self.queue(of:)) }
+        otherQueues.withLockedValue { $0 = queues }
+        othersKnown.store(!queues.isEmpty, ordering: .relaxed)
     }
 
     // MARK: other nodes (on the broker's event loop: ``loop``)
@@ -277,12 +292,18 @@ public final class Presence: AMQPDeliverySink, Sendable {
         case .sent(let other, let from, let cid, let ids):
             if other != node { publisher.rememberElsewhere(from: from, cid: cid, ids: ids) }
             return
+        case .sending(let other, let from, let cid, let routes, let ids):
+            if other != node { publisher.rememberAttemptElsewhere(from: from, cid: cid, routes: routes, ids: ids) }
+            return
         case .state, .change, .goodbye: guard settings.enabled else { return }
         }
         let now = WallClock.milliseconds()
+        var newcomer = false
         let owed = book.withLockedValue { book -> Bool in
             switch announcement {
-            case .state(let other, let entries): book.received(state: entries, from: other, at: now)
+            case .state(let other, let entries, let starting):
+                newcomer = other != node && (starting || book.remote[other] == nil)
+                book.received(state: entries, from: other, at: now)
             case .change(let other, let entry, let present, let published):
                 // A leave its node did not publish, now present nowhere (the user left two nodes
                 // at once), or a join its node did not publish that crossed this node's leave.
@@ -291,12 +312,15 @@ public final class Presence: AMQPDeliverySink, Sendable {
                 serially { [self] in publish(owed, via: .amqp) }
                 return true
             case .goodbye(let other): book.receivedGoodbye(from: other)
-            case .sessionDeleted, .ackForwarded, .sent: break
+            case .sessionDeleted, .ackForwarded, .sent, .sending: break
             }
             return false
         }
         noteOthers()
         if owed { recordCounts() }
+        // A node not known until now, or starting (back from a restart): it learns of this one at once,
+        // not a third of the timeout later, and so tells it of its sends with a cid from now on.
+        if newcomer { announceState() }
     }
 
     /// Declares the exchange (presence is held by live nodes only: it goes with the last of

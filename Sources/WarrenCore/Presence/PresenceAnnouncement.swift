@@ -1,13 +1,16 @@
 /// What nodes tell each other about presence, on the fanout exchange `<amqp.exchange>.presence`
 /// (JSON): a node's whole state (periodically), one change, goodbye (drained), that a poll
 /// session was deleted (every node that has it open ends it, and its presence, at once), or a
-/// send with a cid it confirmed. One kind goes to a single node's queue instead: a poll's ack
+/// send with a cid it is writing or confirmed. One kind goes to a single node's queue instead: a poll's ack
 /// of a cursor that node made.
 ///
 /// A change says whether its node published the join or leave envelope (`"published":false`
 /// when it did not, because it believed another node held the entry; absent means it did).
 public enum PresenceAnnouncement: Sendable, Equatable {
-    case state(node: String, entries: Set<PresenceEntry>)
+    /// `starting`: the node's first, at its start: every node that hears it answers with its own
+    /// state at once (the new node learns of them now, not a third of the timeout later, even
+    /// where they still knew it from before a restart).
+    case state(node: String, entries: Set<PresenceEntry>, starting: Bool = false)
     case change(node: String, entry: PresenceEntry, present: Bool, published: Bool = true)
     case goodbye(node: String)
     /// `DELETE /v1/poll/<session>` on `node`, for the session with this id.
@@ -20,6 +23,11 @@ public enum PresenceAnnouncement: Sendable, Equatable {
     /// reaches another node (a balancer without stickiness) is answered with them, not published
     /// again (DESIGN §2's `(from, cid)` rule across nodes).
     case sent(node: String, from: String, cid: String, ids: [String])
+    /// `node` is writing a send of `from`'s with this `cid`, `ids[i]` for `routes[i]`: told just
+    /// before it, on the channel it goes on (so once any of it is routed, this is too, even if
+    /// `node` dies before the confirm). A retry that reaches another node first is published
+    /// there with the same ids, which the store keeps once and clients recognise.
+    case sending(node: String, from: String, cid: String, routes: [String], ids: [String])
 
     /// More entries than this in one state message is not believed.
     public static let maxEntries = 1_000_000
@@ -28,8 +36,8 @@ public enum PresenceAnnouncement: Sendable, Equatable {
 
     public var node: String {
         switch self {
-        case .state(let n, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _, _),
-             .sent(let n, _, _, _): return n
+        case .state(let n, _, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _, _),
+             .sent(let n, _, _, _), .sending(let n, _, _, _, _): return n
         }
     }
 
@@ -38,8 +46,8 @@ public enum PresenceAnnouncement: Sendable, Equatable {
         w.raw("{\"node\":")
         w.string(node)
         switch self {
-        case .state(_, let entries):
-            w.raw(",\"kind\":\"state\",\"entries\":[")
+        case .state(_, let entries, let starting):
+            w.raw(starting ? ",\"kind\":\"state\",\"starting\":true,\"entries\":[" : ",\"kind\":\"state\",\"entries\":[")
             for (k, e) in entries.sorted().enumerated() {
                 if k > 0 { w.raw(",") }
                 w.raw("[")
@@ -79,6 +87,16 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             w.raw(",\"ids\":")
             w.strings(ids)
             w.raw("}")
+        case .sending(_, let from, let cid, let routes, let ids):
+            w.raw(",\"kind\":\"sending\",\"from\":")
+            w.string(from)
+            w.raw(",\"cid\":")
+            w.string(cid)
+            w.raw(",\"routes\":")
+            w.strings(routes)
+            w.raw(",\"ids\":")
+            w.strings(ids)
+            w.raw("}")
         }
         return w.bytes
     }
@@ -100,7 +118,13 @@ public enum PresenceAnnouncement: Sendable, Equatable {
                 guard case .array(let pair) = item, pair.count == 2, let e = entry(pair[0], pair[1]) else { return nil }
                 entries.insert(e)
             }
-            return .state(node: node, entries: entries)
+            let starting: Bool
+            switch json["starting"] {
+            case nil: starting = false
+            case .bool(let b)?: starting = b
+            default: return nil
+            }
+            return .state(node: node, entries: entries, starting: starting)
         case "join", "leave":
             guard let e = entry(json["route"], json["user"]) else { return nil }
             let published = json["published"]
@@ -117,7 +141,7 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             let polledAt = json["polled_at"]
             guard polledAt == nil || polledAt?.intValue != nil else { return nil }
             return .ackForwarded(node: node, session: session, cursor: cursor, polledAt: polledAt?.intValue)
-        case "sent":
+        case "sent", "sending":
             guard let from = json["from"]?.stringValue, Envelope.isValidSender(from), let cid = json["cid"]?.stringValue,
                   Envelope.isValidCID(cid), case .array(let items)? = json["ids"], (1...maxSentIDs).contains(items.count) else { return nil }
             var ids: [String] = []
@@ -125,7 +149,14 @@ public enum PresenceAnnouncement: Sendable, Equatable {
                 guard let id = item.stringValue, UUIDv7Generator.isWellFormed(id) else { return nil }
                 ids.append(id)
             }
-            return .sent(node: node, from: from, cid: cid, ids: ids)
+            guard kind == "sending" else { return .sent(node: node, from: from, cid: cid, ids: ids) }
+            guard case .array(let items)? = json["routes"], items.count == ids.count else { return nil }
+            var routes: [String] = []
+            for item in items {
+                guard let route = item.stringValue, (try? RouteKey(route)) != nil else { return nil }
+                routes.append(route)
+            }
+            return .sending(node: node, from: from, cid: cid, routes: routes, ids: ids)
         default:
             return nil
         }
