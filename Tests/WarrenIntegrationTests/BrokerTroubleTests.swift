@@ -181,13 +181,7 @@ struct BrokerTroubleTests {
         let a = Poller(port: warren.port, user: alice, session: "")
         // carol's inbox filled until the broker refuses a message (one held by the node, at
         // prefetch 1, and one ready make it full).
-        var full = false
-        for n in 0..<5 where !full {
-            let r = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
-                                                     body: #"{"route":"\#(alice).\#(carol)","body":"fill \#(n)"}"#)
-            full = r.status == 503
-        }
-        #expect(full)
+        #expect(try await Self.fillUntilRefused(port: warren.port, from: alice, route: "\(alice).\(carol)"))
         var answers: [Int] = []
         for _ in 0..<3 {
             let r = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/messages?user=\(alice)",
@@ -196,20 +190,22 @@ struct BrokerTroubleTests {
         }
         // A sentinel to bob after them: all that came before it has arrived.
         _ = try await a.publish(#"{"route":"\#(alice).\#(bob)","body":"sentinel"}"#)
-        var bodies: [(body: String, id: String)] = []
-        var cursor: String?
-        for _ in 0..<10 where !bodies.contains(where: { $0.body == "sentinel" }) {
-            let (messages, next) = try await b.poll(wait: 5, ack: cursor)
-            cursor = next
-            bodies += messages.compactMap { m in
-                guard let env = m["env"], let body = env["body"]?.stringValue, let id = env["id"]?.stringValue else { return nil }
-                return (body, id)
-            }
-        }
+        let bodies = try await b.bodiesAndIDs(until: "sentinel")
         #expect(answers == [503, 503, 503], "\(answers)")
         let his = bodies.filter { $0.body == "hi" }
         #expect(!his.isEmpty && Set(his.map(\.id)).count == 1, "\(bodies)")
         #expect(bodies.last?.body == "sentinel", "\(bodies)")
+    }
+
+    /// Sends to `route` until a publish is refused (503: an inbox full under reject-publish),
+    /// at most 5 times; whether one was.
+    static func fillUntilRefused(port: Int, from: String, route: String) async throws -> Bool {
+        for n in 0..<5 {
+            let r = try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(from)",
+                                                     body: #"{"route":"\#(route)","body":"fill \#(n)"}"#)
+            if r.status == 503 { return true }
+        }
+        return false
     }
 
     /// A client holds an inbox delivery and never acks it. With the broker's `consumer_timeout`

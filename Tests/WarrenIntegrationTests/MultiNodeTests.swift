@@ -249,13 +249,7 @@ struct MultiNodeTests {
         _ = try await Poller.open(port: nodeA.port, user: cat, subscriptions: ##"[{"id":"i","pattern":"#.\##(cat).#","mode":"inbox"}]"##,
                                   device: "d")
         // cat's inbox filled until the broker refuses a message.
-        var refused = false
-        for n in 0..<5 where !refused {
-            let r = try await HTTPTestClient.request(.POST, port: nodeA.port, "/v1/messages?user=\(ann)",
-                                                     body: #"{"route":"\#(ann).\#(cat)","body":"fill \#(n)"}"#)
-            refused = r.status == 503
-        }
-        #expect(refused)
+        #expect(try await BrokerTroubleTests.fillUntilRefused(port: nodeA.port, from: ann, route: "\(ann).\(cat)"))
         let send = #"{"route":"\#([ann, ben, cat].sorted().joined(separator: "."))","body":"hi","cid":"c1"}"#
         let first = try await HTTPTestClient.request(.POST, port: nodeA.port, "/v1/messages?user=\(ann)", body: send)
         // A presence change on A, announced after the send was written: once B knows of it, B has
@@ -267,16 +261,7 @@ struct MultiNodeTests {
         let retry = try await HTTPTestClient.request(.POST, port: nodeB.port, "/v1/messages?user=\(ann)", body: send)
         _ = try await HTTPTestClient.request(.POST, port: nodeB.port, "/v1/messages?user=\(ann)",
                                              body: #"{"route":"\#([ann, ben].sorted().joined(separator: "."))","body":"sentinel"}"#)
-        var bodies: [(body: String, id: String)] = []
-        var cursor: String?
-        for _ in 0..<10 where !bodies.contains(where: { $0.body == "sentinel" }) {
-            let (messages, next) = try await b.poll(wait: 5, ack: cursor)
-            cursor = next
-            bodies += messages.compactMap { m in
-                guard let env = m["env"], let body = env["body"]?.stringValue, let id = env["id"]?.stringValue else { return nil }
-                return (body, id)
-            }
-        }
+        let bodies = try await b.bodiesAndIDs(until: "sentinel")
         #expect(first.status == 503 && retry.status == 503, "\(first.status) \(retry.status)")
         let his = bodies.filter { $0.body == "hi" }
         #expect(his.count == 2 && Set(his.map(\.id)).count == 1, "\(bodies)")

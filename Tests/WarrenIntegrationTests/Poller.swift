@@ -34,6 +34,22 @@ struct Poller {
         return (json["messages"]?.arrayValue ?? [], cursor)
     }
 
+    /// Polls (acking as it goes, at most 10 polls) until a message with the body `sentinel`
+    /// came; returns every string body with its envelope's id, in order.
+    func bodiesAndIDs(until sentinel: String) async throws -> [(body: String, id: String)] {
+        var bodies: [(body: String, id: String)] = []
+        var cursor: String?
+        for _ in 0..<10 where !bodies.contains(where: { $0.body == sentinel }) {
+            let (messages, next) = try await poll(wait: 5, ack: cursor)
+            cursor = next
+            bodies += messages.compactMap { m in
+                guard let env = m["env"], let body = env["body"]?.stringValue, let id = env["id"]?.stringValue else { return nil }
+                return (body, id)
+            }
+        }
+        return bodies
+    }
+
     func publish(_ body: String) async throws -> JSONValue {
         let r = try await HTTPTestClient.request(.POST, port: port, "/v1/messages?user=\(user)", body: body)
         guard r.status == 202, let json = r.json else { throw SocketError(description: "POST /v1/messages answered \(r.status): \(r.body)") }
