@@ -862,7 +862,11 @@ public actor WarrenClient {
             answers.append(answer)
             if answer.more != true { break }
         }
-        _ = try? await http.send("DELETE", old.path, token: token, user: user, as: NoAnswer.self)
+        do {
+            _ = try await http.send("DELETE", old.path, token: token, user: user, as: NoAnswer.self)
+        } catch let error as WarrenError where error.status == nil {
+            dropSession(old.path, cursor: nil)  // not reached: sent again in the background
+        } catch {}
         // Parked there, the delete answered it, and one arriving after the delete is a 404; if the
         // delete did not get through, it would wait out its `wait`: given up on after a moment.
         if let inFlight = old.inFlight, await answered(inFlight, within: .seconds(2)), let first = try? await inFlight.value {
@@ -883,15 +887,31 @@ public actor WarrenClient {
         dropSession(left.path, cursor: left.cursor)
     }
 
-    /// Acks `cursor` if given, then deletes the session, in the background.
+    /// Acks `cursor` if given, then deletes the session, in the background; each sent again (6
+    /// tries over ~8 s: 0.25, 0.5, 1, 2, 4 s apart) while Warren cannot be reached: a delete that never arrives leaves
+    /// the session holding its subscriptions, its user present, until `poll.session_ttl` (a
+    /// balancer's dead node took every other request).
     private func dropSession(_ path: String, cursor: String?) {
         let (http, token, user) = (self.http, self.token, configuration.user)
         Task {
-            if let cursor {
-                _ = try? await http.send("POST", path + "/ack", body: Wire.Cursor(cursor: cursor), token: token, user: user,
-                                         as: NoAnswer.self)
+            func again(_ request: @Sendable () async throws -> Void) async {
+                for attempt in 0..<6 {
+                    do {
+                        return try await request()
+                    } catch let error as WarrenError where error.status == nil && attempt < 5 {
+                        try? await Task.sleep(for: .milliseconds(250 << attempt))
+                    } catch {
+                        return
+                    }
+                }
             }
-            _ = try? await http.send("DELETE", path, token: token, user: user, as: NoAnswer.self)
+            if let cursor {
+                await again {
+                    _ = try await http.send("POST", path + "/ack", body: Wire.Cursor(cursor: cursor), token: token, user: user,
+                                            as: NoAnswer.self)
+                }
+            }
+            await again { _ = try await http.send("DELETE", path, token: token, user: user, as: NoAnswer.self) }
         }
     }
 

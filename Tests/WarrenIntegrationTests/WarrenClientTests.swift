@@ -661,6 +661,38 @@ struct WarrenClientTests {
         await rig.stop()
     }
 
+    /// A poll session left while Warren cannot be reached is deleted once it can be (the delete
+    /// is sent again): else it would hold its subscriptions, its user present, until
+    /// `poll.session_ttl` (120 s).
+    @Test func aPollSessionLeftWhileWarrenIsUnreachableIsDeletedOnceItCanBe() async throws {
+        let rig = try await Rig.start()
+        let ola = uniqueUser("ola"), pam = uniqueUser("pam")
+        let room = "room.\(uniqueUser("gone"))"
+        let p = try await rig.client(pam, direct: true)
+        let seen = Reader(try await p.subscribe(room, presence: true))
+        /// ola's next presence change (pam's own come too).
+        func olas(_ what: String) async throws -> String? {
+            while true {
+                let d = try await seen.next(what)
+                if d.envelope.body["user"]?.stringValue == ola { return d.envelope.body["state"]?.stringValue }
+            }
+        }
+        let o = try await rig.client(ola, transports: [.polling])
+        let present = try await o.subscribe(room, presence: true)
+        #expect(try await olas("ola's join") == "join")
+        // Warren unreachable: ola's long-poll fails, and the delete of the session it leaves is
+        // refused, as are two reconnect attempts after it.
+        rig.http.setDown(true)
+        #expect(await Self.backoffs(of: o, count: 2, within: .seconds(20)))
+        rig.http.setDown(false)
+        try await o.waitUntilOpen()
+        await o.close()
+        #expect(try await olas("ola's leave") == "leave")
+        _ = present
+        await p.close()
+        await rig.stop()
+    }
+
     @Test func aRefusedTokenIsWhatWaitingCallersAreTold() async throws {
         let rig = try await Rig.start()
         var c = WarrenClientConfiguration(url: URL(string: "http://127.0.0.1:\(rig.warren.port)")!, token: "not.a.token")

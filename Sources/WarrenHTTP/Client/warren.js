@@ -612,8 +612,26 @@ export class WarrenClient {
    */
   dropSession({ path, cursor, inFlight }) {
     inFlight?.abort.abort();
-    if (cursor) this.request("POST", path + "/ack", { cursor }).catch(() => {});
-    this.request("DELETE", path).catch(() => {});
+    (async () => {
+      if (cursor) await this.requestAgainWhileUnreachable("POST", path + "/ack", { cursor }).catch(() => {});
+      await this.requestAgainWhileUnreachable("DELETE", path).catch(() => {});
+    })();
+  }
+
+  /**
+   * A request for a session being left, sent again (6 tries over ~8 s: 0.25, 0.5, 1, 2, 4 s apart) while Warren cannot
+   * be reached: a delete that never arrives leaves the session holding its subscriptions, its
+   * user present, until `poll.session_ttl` (a balancer's dead node took every other request).
+   */
+  async requestAgainWhileUnreachable(method, path, body) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.request(method, path, body);
+      } catch (e) {
+        if (e.status || attempt >= 5) throw e;
+        await sleep(250 * 2 ** attempt);
+      }
+    }
   }
 
   /**
@@ -636,7 +654,8 @@ export class WarrenClient {
       messages.push(...(answer?.messages || []));
       if (!answer?.more) break;
     }
-    await this.request("DELETE", path).catch(() => {});
+    // Not reached: sent again in the background, as when a session is dropped.
+    await this.request("DELETE", path).catch((e) => { if (!e.status) this.dropSession({ path }); });
     // Parked there, the delete answered it, and one arriving after the delete is a 404; if the
     // delete did not get through, it would wait out its `wait`: given up on after a moment.
     const giveUp = inFlight && setTimeout(() => inFlight.abort.abort(), 2000);

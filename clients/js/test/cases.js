@@ -382,6 +382,39 @@ export const cases = [
     },
   },
   {
+    name: "a poll session left while Warren cannot be reached is deleted once it can be",
+    async run(env) {
+      const ola = env.unique("ola"), pam = env.unique("pam");
+      const room = `room.${env.unique("gone")}`;
+      const o = await env.connect({ user: ola, transports: ["polling"], backoff: { initial: 100, max: 300 } });
+      const p = await env.connect({ user: pam, direct: true });
+      try {
+        const seen = collect(p, room, { presence: true });
+        await seen.sub.ready;
+        const present = collect(o, room, { presence: true });
+        await present.sub.ready;
+        // pam's own join comes first.
+        const olas = async (what, ms) => { for (;;) { const d = await seen.inbox.next(what, ms); if (d.env.body?.user === ola) return d; } };
+        const joined = await olas("ola's join");
+        check(joined.env.body?.state === "join", `ola's join: ${JSON.stringify(joined.env)}`);
+        // Warren unreachable: ola's long-poll fails, and the session it leaves cannot be deleted
+        // at once. Back within a second or two, the delete gets through.
+        await env.control("down");
+        // Two reconnect attempts refused (0.1–0.3 s apart): the delete, sent before them, was refused too.
+        let refused = 0;
+        await waitFor("two retries while Warren is unreachable", 15000, (resolve) => o.on("state", (s, detail) => {
+          if (s === "connecting" && detail?.retryInMs !== undefined && ++refused === 2) resolve();
+        }));
+        await env.control("forward");
+        await stateIs(o, "open");
+        o.close();
+        // Had the first session stayed (until poll.session_ttl, 120 s), ola would still be present.
+        const left = await olas("ola's leave", 20000);
+        check(left.env.body?.state === "leave", `ola's leave: ${JSON.stringify(left.env)}`);
+      } finally { o.close(); p.close(); await env.control("forward"); }
+    },
+  },
+  {
     name: "a polling client's subscription one too many for its session fails with too_large",
     async run(env) {
       const mia = env.unique("mia"), ned = env.unique("ned");
