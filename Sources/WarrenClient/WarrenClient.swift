@@ -888,9 +888,9 @@ public actor WarrenClient {
     }
 
     /// Acks `cursor` if given, then deletes the session, in the background; each sent again (6
-    /// tries over ~8 s: 0.25, 0.5, 1, 2, 4 s apart) while Warren cannot be reached: a delete that never arrives leaves
-    /// the session holding its subscriptions, its user present, until `poll.session_ttl` (a
-    /// balancer's dead node took every other request).
+    /// tries over ~8 s: 0.25, 0.5, 1, 2, 4 s apart) while Warren cannot be reached: a delete that
+    /// never arrives leaves the session holding its subscriptions, its user present, until
+    /// `poll.session_ttl` (a balancer's dead node took every other request).
     private func dropSession(_ path: String, cursor: String?) {
         let (http, token, user) = (self.http, self.token, configuration.user)
         Task {

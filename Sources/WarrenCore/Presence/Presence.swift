@@ -46,7 +46,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// (``onAckForwarded(_:)``).
     private let ackForwarded = NIOLockedValueBox<(@Sendable (String, String, Int64?) -> Void)?>(nil)
     /// Whether another node is known (its state heard, not yet expired or gone): only then are
-    /// confirmed sends announced (``sent(from:cid:ids:)``).
+    /// sends with a cid told (``sending(from:cid:routes:ids:)``, ``sent(from:cid:ids:)``).
     private let othersKnown = ManagedAtomic(false)
     /// The queues of the other nodes known (``noteOthers()``): where a send being written is told.
     private let otherQueues = NIOLockedValueBox<[String]>([])

@@ -619,9 +619,10 @@ export class WarrenClient {
   }
 
   /**
-   * A request for a session being left, sent again (6 tries over ~8 s: 0.25, 0.5, 1, 2, 4 s apart) while Warren cannot
-   * be reached: a delete that never arrives leaves the session holding its subscriptions, its
-   * user present, until `poll.session_ttl` (a balancer's dead node took every other request).
+   * A request for a session being left, sent again (6 tries over ~8 s: 0.25, 0.5, 1, 2, 4 s
+   * apart) while Warren cannot be reached: a delete that never arrives leaves the session holding
+   * its subscriptions, its user present, until `poll.session_ttl` (a balancer's dead node took
+   * every other request).
    */
   async requestAgainWhileUnreachable(method, path, body) {
     for (let attempt = 0; ; attempt++) {
