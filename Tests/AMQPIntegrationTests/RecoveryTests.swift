@@ -2,6 +2,7 @@ import AMQPClient
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Testing
 
 @Suite("Recovery", .serialized)
@@ -107,6 +108,23 @@ struct RecoveryTests {
         try await channel.publish("back", exchange: "", routingKey: queue)
         let m = try await within(.seconds(5)) { try await channel.get(queue: queue, noAck: true) }
         #expect(m.map { String(buffer: $0.body) } == "back")
+    }
+
+    /// A peer that accepts the connection and closes it at once (a broker refusing the login
+    /// closes within a millisecond of the connect): a typed error every time. The handler was
+    /// looked up in the pipeline after the connect, and once it had gone with the closed
+    /// connection the lookup's `ChannelPipelineError.notFound` came out instead (the CI saw it
+    /// once, for a wrong password).
+    @Test func aPeerThatClosesAtOnceFailsWithATypedError() async throws {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { $0.close() }
+            .bind(host: "127.0.0.1", port: 0).get()
+        var config = try Broker.configuration()
+        config.port = try #require(server.localAddress?.port)
+        for _ in 0..<50 {
+            await #expect(throws: AMQPError.self) { _ = try await AMQPConnection.connect(configuration: config) }
+        }
+        try await server.close()
     }
 
     @Test func unreachableBrokerFailsWithATypedError() async throws {

@@ -229,6 +229,10 @@ public final class AMQPConnection: Sendable {
             channelClosed: { [weak self] id, error in self?.forgetChannel(id, error: error) },
             returned: { [weak self] id, message in self?.returned(id, message) })
         let logger = self.logger
+        // The handler's outcomes, taken where it is made: looked up in the pipeline afterwards,
+        // it may be gone already (a broker that refuses the login closes the connection within
+        // a millisecond of the connect), and the lookup's `notFound` would hide why.
+        let outcomes = NIOLockedValueBox<(established: EventLoopFuture<NegotiatedParameters>, ended: EventLoopFuture<AMQPError>)?>(nil)
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(configuration.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -238,6 +242,7 @@ public final class AMQPConnection: Sendable {
                     if let tls { try channel.pipeline.syncOperations.addHandler(try tls.handler()) }
                     let handler = AMQPConnectionHandler(configuration: smConfig, epoch: epoch, events: events,
                                                         eventLoop: channel.eventLoop, logger: logger)
+                    outcomes.withLockedValue { $0 = (handler.established.futureResult, handler.ended.futureResult) }
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
@@ -252,10 +257,10 @@ public final class AMQPConnection: Sendable {
         } catch {
             throw AMQPError.connectionFailed("\(endpoint.host):\(endpoint.port): \(error)")
         }
-        let futures = try await channel.eventLoop.submit {
-            let handler = try channel.pipeline.syncOperations.handler(type: AMQPConnectionHandler.self)
-            return (handler.established.futureResult, handler.ended.futureResult)
-        }.get()
+        guard let futures = outcomes.withLockedValue({ $0 }) else {
+            channel.close(promise: nil)
+            throw AMQPError.connectionFailed("\(endpoint.host):\(endpoint.port): the connection was not set up")
+        }
         let timeout = channel.eventLoop.scheduleTask(in: configuration.connectTimeout) {
             channel.close(promise: nil)
         }
