@@ -195,7 +195,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WarrenStoreTests",
-            dependencies: ["WarrenStore", "WarrenCore", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: ["WarrenStore", "WarrenCore", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
             name: "WarrenBenchKitTests",
@@ -205,7 +205,7 @@ let package = Package(
         // Helpers shared by the test targets (the broker-backed ones' rabbitmqctl, a seeded generator).
         .target(
             name: "TestSupport",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/TestSupport"
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import AMQPClient
 import Foundation
+import TestSupport
 import NIOCore
 import Testing
 import WarrenCore

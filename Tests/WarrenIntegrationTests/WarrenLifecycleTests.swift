@@ -1,5 +1,6 @@
 import AMQPClient
 import Foundation
+import TestSupport
 import NIOCore
 import NIOPosix
 #if canImport(FoundationNetworking)
@@ -76,6 +77,24 @@ struct WarrenLifecycleTests {
         #expect(!warren.log.contains("crashed"), "log:\n\(warren.log)")
         try await holder.close()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+    }
+
+    /// `store.url` names a database the PostgreSQL server does not have: Warren exits at start
+    /// with what the server said. Before 2026-11-29 it waited for a connection for good, serving
+    /// nothing, with only postgres-nio's "Connection creation failed" lines in the log.
+    @Test func aStoreDatabaseThatDoesNotExistStopsWarrenAtStartSayingSo() async throws {
+        var url = URLComponents(string: StoreTests.postgresURL)!
+        url.path = "/warren_no_such_database"
+        let warren = try WarrenProcess(["serve", "--config", "bridge.toml"], environment: [
+            "WARREN_STORE_URL": url.string!,
+            "WARREN_NODE_ID": "missing-db-\(UUID().uuidString.prefix(6).lowercased())",
+            "WARREN_HTTP_LISTEN": "127.0.0.1:\(WarrenProcess.freePort())",
+        ])
+        defer { warren.terminate() }
+        let status = await warren.waitForExit(timeout: .seconds(60))
+        #expect(status == 1, "log:\n\(warren.log)")
+        #expect(warren.log.contains("cannot open the conversation store")
+                && warren.log.contains("database \"warren_no_such_database\" does not exist"), "log:\n\(warren.log)")
     }
 
     /// A malformed URL is a configuration error naming the key: Warren stops at start.

@@ -144,5 +144,5 @@ final class WarrenProcess: @unchecked Sendable, Hashable {
 
     /// A port nothing listens on now (the kernel's pick, as `freePort()`), not a random guess
     /// that could be a port another process holds.
-    static func freePort() -> Int { (try? WarrenIntegrationTests.freePort()) ?? Int.random(in: 20_000...32_000) }
+    static func freePort() -> Int { (try? TestSupport.freePort()) ?? Int.random(in: 20_000...32_000) }
 }

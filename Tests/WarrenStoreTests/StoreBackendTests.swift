@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Testing
+import TestSupport
 import WarrenCore
 @testable import WarrenStore
 
@@ -143,6 +144,50 @@ struct StoreBackendTests {
         await store.close()
         _ = try await admin.read { session in try await session.query("DROP DATABASE \(name) WITH (FORCE)") }
         await admin.close()
+    }
+
+    /// What opening PostgreSQL ended with, or "still waiting" after `bound` (the pool's leases
+    /// wait for a connection however long: before 2026-11-29 these opens never ended).
+    static func openOutcome(_ url: String, wait: Duration = .seconds(60), bound: Duration = .seconds(90)) async -> String {
+        await withTaskGroup(of: String.self) { group in
+            group.addTask {
+                do {
+                    let database = try await PostgresDatabase.open(url: url, logger: Logger(label: "test"), wait: wait)
+                    await database.close()
+                    return "opened"
+                } catch { return "\(error)" }
+            }
+            group.addTask {
+                try? await Task.sleep(for: bound)
+                return "still waiting"
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// A node started with a user or database the server does not know, or TLS it cannot give,
+    /// stops at start saying what the server said (README: "Warren exits at start if the database
+    /// cannot be opened"); before, it waited for a connection for good, serving nothing.
+    @Test func aLoginPostgresRefusesFailsAtOnceSayingWhy() async throws {
+        var noDatabase = URLComponents(string: Self.postgresURL)!
+        noDatabase.path = "/warren_test_missing_\(UUID().uuidString.prefix(8).lowercased())"
+        let missing = await Self.openOutcome(noDatabase.string!)
+        #expect(missing.contains("refused the login") && missing.contains("does not exist") && missing.contains("3D000"), "\(missing)")
+        var noRole = URLComponents(string: Self.postgresURL)!
+        noRole.user = "warren_no_such_role"
+        let role = await Self.openOutcome(noRole.string!)
+        #expect(role.contains("refused the login") && role.contains("warren_no_such_role") && role.contains("28000"), "\(role)")
+        #expect(await Self.openOutcome(Self.postgresURL) == "opened")
+    }
+
+    /// A database that does not answer (nothing listens on the port) is tried again for the
+    /// wait given, then opening fails naming it.
+    @Test func aDatabaseThatDoesNotAnswerFailsAfterTheWait() async throws {
+        let port = try freePort()
+        let outcome = await Self.openOutcome("postgres://warren@127.0.0.1:\(port)/warren?sslmode=disable", wait: .seconds(2))
+        #expect(outcome.contains("did not take a login within") && outcome.contains("127.0.0.1:\(port)"), "\(outcome)")
     }
 
     @Test(arguments: Backend.allCases) func pruneDeletesOnlyOldMessages(_ backend: Backend) async throws {
