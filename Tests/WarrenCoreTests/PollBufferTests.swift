@@ -56,8 +56,8 @@ struct PollBufferTests {
         #expect(b.leasedIDs == ["i1", "i2", "i3"])
         #expect(b.expired(now: 999).isEmpty)
         #expect(b.expired(now: 1000) == ["i1", "i2"])
-        #expect(b.ack(upTo: s1).isEmpty, "an expired lease is no longer acked")
-        #expect(b.ack(upTo: s3) == ["i3"])
+        #expect(b.ack(upTo: s1).acked.isEmpty, "an expired lease is no longer acked")
+        #expect(b.ack(upTo: s3).acked == ["i3"])
         #expect(!b.hasLeases)
     }
 
@@ -69,9 +69,9 @@ struct PollBufferTests {
         let s1 = b.lease(b.take(max: 1), now: 0, duration: 1000)
         let s2 = b.lease(b.take(max: 1), now: 0, duration: 1000)
         let s3 = b.lease(b.take(max: 1), now: 0, duration: 1000)
-        #expect(b.ack(upTo: s1) == ["i1"])
+        #expect(b.ack(upTo: s1).acked == ["i1"])
         #expect(b.unreceived(after: s1) == ["i2", "i3"])
-        #expect(b.ack(upTo: s3).isEmpty, "handed back: no later cursor acks them")
+        #expect(b.ack(upTo: s3).acked.isEmpty, "handed back: no later cursor acks them")
         #expect(b.unreceived(after: s2).isEmpty)
         #expect(!b.hasLeases)
 
@@ -81,6 +81,37 @@ struct PollBufferTests {
         _ = b.lease(b.take(max: 1), now: 300, duration: 1000)
         #expect(b.unreceived(after: s4 - 1, before: 200) == ["i4"], "the later answer may have been read since")
         #expect(b.leasedIDs == ["i5"])
+    }
+
+    /// A long-poll parked here answered after its client had gone to another node (the answer
+    /// lost on the way); the client comes back with that node's cursor, reads the next answer
+    /// made here and acks it: the lost answer is handed back, not acked unseen. One the client
+    /// did read is acked by its own cursor, come on from the node it polled next, even after.
+    @Test func anAnswerMadeBeforeThePollerCameFromElsewhereIsNotAckedByALaterCursor() {
+        var b = PollBuffer(maxLength: 10)
+        for n in 1...4 { _ = b.add(item(n, inbox: true)) }
+        let lost = b.lease(b.take(max: 1), now: 0, duration: 1000)   // i1: never reached the client
+        b.polledFromElsewhere()                                       // it comes back with another node's cursor
+        let read = b.lease(b.take(max: 1), now: 10, duration: 1000)   // i2
+        let answer = b.ack(upTo: read)
+        #expect(answer.acked == ["i2"])
+        #expect(answer.unread == ["i1"], "made before the client came from elsewhere: handed back")
+        #expect(b.ack(upTo: lost) == ([], []), "gone")
+
+        // Read here, acked from the node polled next, that ack arriving after the client came back.
+        let s3 = b.lease(b.take(max: 1), now: 20, duration: 1000)    // i3, read
+        b.polledFromElsewhere()
+        b.polledFromElsewhere()                                       // once is enough
+        let s4 = b.lease(b.take(max: 1), now: 30, duration: 1000)    // i4
+        #expect(b.ack(upTo: s3) == (["i3"], []), "its own cursor acks it")
+        #expect(b.ack(upTo: s4) == (["i4"], []))
+        #expect(!b.hasLeases)
+
+        // With nothing leased, a poll from elsewhere marks nothing.
+        b.polledFromElsewhere()
+        _ = b.add(item(5, inbox: true))
+        let s5 = b.lease(b.take(max: 1), now: 40, duration: 1000)
+        #expect(b.ack(upTo: s5) == (["i5"], []))
     }
 
     /// A parked poll is answered by the delivery itself, inside `deliver`: no clock involved

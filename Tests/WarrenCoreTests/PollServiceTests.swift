@@ -199,6 +199,35 @@ struct PollServiceTests {
         #expect(consume.calls.contains("ack \(t3)"))
     }
 
+    /// A long-poll parked here is answered after its client went to another node (the answer
+    /// lost on the way); the client polls here again with that node's cursor and acks the
+    /// answer it gets: the lost answer's delivery goes back to RabbitMQ instead of being acked
+    /// by the later cursor unseen (before 2026-11-29 it was, and the message was lost: seen with
+    /// the Swift client on two nodes behind a proxy that cut connections).
+    @Test func anAnswerLostBeforeThePollerCameFromAnotherNodeIsHandedBack() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
+                                                  subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
+        let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
+        func deliver(_ n: Int) -> UInt64 {
+            consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "m\(n)",
+                            messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9\(n)")
+        }
+        func poll(ack: String?) async throws -> PollAnswer {
+            try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: ack)
+        }
+        let lost = deliver(0)
+        #expect(try await poll(ack: service.firstCursor).messages.count == 1)  // never reaches the client
+        let next = deliver(1)
+        let read = try await poll(ack: "n2.7")  // back, with the cursor of the last answer it read on n2
+        #expect(read.messages.count == 1)
+        _ = try await poll(ack: read.cursor)
+        #expect(consume.calls.contains("ack \(next)"))
+        #expect(consume.calls.contains("nack \(lost) requeue"), "handed back: \(consume.calls)")
+        #expect(!consume.calls.contains("ack \(lost)"))
+    }
+
     @Test func subscriptionsAreCheckedBeforeAnyBrokerWork() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)

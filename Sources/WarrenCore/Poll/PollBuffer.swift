@@ -12,6 +12,9 @@ public struct PollBuffer: Sendable {
     private var live = 0
     private var leases: [UInt64: Lease] = [:]
     private var nextLease: UInt64 = 1
+    /// The last answer made here before each poll that came with another node's cursor
+    /// (``polledFromElsewhere()``), ascending, while a lease made by then is outstanding.
+    private var departures: [UInt64] = []
 
     struct Lease: Sendable {
         var ids: [String]
@@ -71,11 +74,45 @@ public struct PollBuffer: Sendable {
         return seq
     }
 
-    /// Acknowledges every lease up to `seq`: the envelope ids to ack to RabbitMQ. An old or
-    /// unknown `seq` acks what is still leased up to it, possibly nothing.
-    public mutating func ack(upTo seq: UInt64) -> [String] {
+    /// Acknowledges every lease up to `seq`: `acked`, the envelope ids to ack to RabbitMQ. An old
+    /// or unknown `seq` acks what is still leased up to it, possibly nothing.
+    ///
+    /// Except a lease made before a poll came here with another node's cursor
+    /// (``polledFromElsewhere()``) while `seq` came after that poll: the client read an answer
+    /// of this node made after it had polled elsewhere, which says nothing of the answers made
+    /// here before. One of those it read was acked from the node it polled next (its ack comes
+    /// on from there, ``ack(upTo:)`` with that answer's own cursor); one still leased now never
+    /// reached it: a long-poll parked here answered after the client had gone (the connection
+    /// cut as it was answered; an HTTP stack that sent the poll again to another node). Before
+    /// 2026-11-29 the later cursor acked it unseen, and the message was lost (seen with the
+    /// Swift client on two nodes behind a proxy that cut connections). Those are `unread`:
+    /// handed back to RabbitMQ, which delivers them again (a read one whose ack was still on its
+    /// way comes again, marked redelivered: clients dedupe by id).
+    public mutating func ack(upTo seq: UInt64) -> (acked: [String], unread: [String]) {
         let due = leases.keys.filter { $0 <= seq }.sorted()
-        return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
+        guard !due.isEmpty else { return ([], []) }
+        var acked: [String] = [], unread: [String] = []
+        for key in due {
+            let ids = leases.removeValue(forKey: key)?.ids ?? []
+            if departures.contains(where: { key <= $0 && $0 < seq }) { unread += ids } else { acked += ids }
+        }
+        forgetDepartures()
+        return (acked, unread)
+    }
+
+    /// A poll came here with another node's cursor: the last answer the client read was made
+    /// there. Marks the answers made here so far (see ``ack(upTo:)``).
+    public mutating func polledFromElsewhere() {
+        let last = nextLease - 1
+        guard departures.last != last, leases.keys.contains(where: { $0 <= last }) else { return }
+        departures.append(last)
+    }
+
+    /// Departures no outstanding lease is made before say nothing any more.
+    private mutating func forgetDepartures() {
+        guard !departures.isEmpty else { return }
+        guard let oldest = leases.keys.min() else { return departures.removeAll() }
+        departures.removeAll { $0 < oldest }
     }
 
     /// Hands back the leases after `seq`, which a poll acking `seq` says its client never got: it
@@ -89,12 +126,14 @@ public struct PollBuffer: Sendable {
         // Every poll asks: nothing built when, as almost always, no answer went missing.
         guard leases.contains(where: { $0.key > seq && $0.value.issued <= before }) else { return [] }
         let due = leases.filter { $0.key > seq && $0.value.issued <= before }.keys.sorted()
+        defer { forgetDepartures() }
         return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
     }
 
     /// Leases that ran out by `now`: the envelope ids to hand back to RabbitMQ.
     public mutating func expired(now: Int64) -> [String] {
         let due = leases.filter { $0.value.expires <= now }.keys.sorted()
+        defer { if !due.isEmpty { forgetDepartures() } }
         return due.flatMap { leases.removeValue(forKey: $0)?.ids ?? [] }
     }
 

@@ -161,7 +161,11 @@ public final class PollService: Sendable {
         // Here every answer made before this poll: a client polls one request at a time.
         if let session, ackHere(cursor, on: session, polledAt: polling ? .max : nil) { return }
         // A first cursor (`<node>.0`) of another node's without a poll acks nothing: not sent on.
-        guard let owner = Self.node(of: cursor), owner != nodeID, polling || !cursor.hasSuffix(".0") else { return }
+        guard let owner = Self.node(of: cursor), owner != nodeID else { return }
+        // The client read its last answer on another node: what answers made here before now
+        // still lease, a later cursor of this node does not ack (``PollBuffer/ack(upTo:)``).
+        if polling, let session { session.output.withBuffer { $0.polledFromElsewhere() } }
+        guard polling || !cursor.hasSuffix(".0") else { return }
         runtime.peers?.forwardAck(session: token, cursor: cursor, to: owner, polledAt: polling ? WallClock.milliseconds() : nil)
     }
 
@@ -171,7 +175,8 @@ public final class PollService: Sendable {
     private func ackHere(_ cursor: String, on session: PollSession, polledAt: Int64? = nil) -> Bool {
         guard let seq = Self.sequence(of: cursor, node: nodeID) else { return false }
         let (acked, lost) = session.output.withBuffer { b in
-            (b.ack(upTo: seq), polledAt.map { b.unreceived(after: seq, before: $0) } ?? [])
+            let (acked, unread) = b.ack(upTo: seq)
+            return (acked, unread + (polledAt.map { b.unreceived(after: seq, before: $0) } ?? []))
         }
         for id in acked { session.client.ackInbox(envelopeID: id) }
         for id in lost { session.client.releaseInbox(envelopeID: id) }
