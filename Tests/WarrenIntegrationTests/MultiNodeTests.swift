@@ -193,6 +193,41 @@ struct MultiNodeTests {
         _ = try? Broker.ctl("delete_queue", "warren.inbox.\(gil).rr")
     }
 
+    /// A long-poll parked on A whose client polls B instead (its connection to A gone without
+    /// A noticing: one request at a time, so the poll on B says so): B's ack, come on to A,
+    /// answers the parked poll at once, with nothing, so it cannot take a message later for a
+    /// client that is gone. Before 2026-11-29 it stayed parked, and the next message taken there
+    /// was leased to nobody (lost, or late by `poll.lease`).
+    @Test func aPollParkedOnANodeIsAnsweredWhenItsClientPollsAnother() async throws {
+        let exchange = "test.chat.\(UUID().uuidString.prefix(8).lowercased())"
+        let nodeA = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"], exchange: exchange)
+        defer { Task { await nodeA.stop() } }
+        let nodeB = try await WarrenInstance.start(exchange: exchange)
+        defer { Task { await nodeB.stop() } }
+        let hal = uniqueUser("hal")
+        let poller = try await Poller.open(port: nodeA.port, user: hal,
+                                           subscriptions: #"[{"id":"me","pattern":"\#(mine(hal))","mode":"inbox"}]"#, device: "pk")
+        let parked = Task { try await poller.poll(wait: 25, ack: poller.firstCursor) }
+        #expect(await nodeA.process.waitForLog("long-poll waiting", timeout: .seconds(20)), "log:\n\(nodeA.process.log)")
+        // The client goes on on B (acking the cursor of the last answer it read, the 201's).
+        let onB = try await poller.poll(wait: 0, ack: poller.firstCursor, on: nodeB.port)
+        #expect(onB.messages.isEmpty)
+        // Answered with nothing well before its 25 s, or, without the fix, by the message below.
+        let answeredFirst = await withTaskGroup(of: String.self) { group in
+            group.addTask { (try? await parked.value).map { $0.messages.isEmpty ? "empty" : "took a message" } ?? "failed" }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(15))
+                _ = try? await poller.publish(#"{"route":"\#(hal).x","body":"later"}"#)
+                return "still parked"
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+        #expect(answeredFirst == "empty")
+        _ = try? Broker.ctl("delete_queue", "warren.inbox.\(hal).pk")
+    }
+
     /// A publish whose 202 was lost on the way, retried with its cid on another node (a balancer
     /// without stickiness), is answered there with the first id and published once (DESIGN §2's
     /// `(from, cid)` rule across nodes: the first node tells the others of each send it

@@ -12,6 +12,8 @@ public final class PollOutput: SessionOutput {
         var buffer: PollBuffer
         /// The parked poll: called once, outside the lock, when it is to be answered.
         var waiter: (id: UInt64, wake: @Sendable () -> Void)?
+        /// When (Unix ms) the parked poll parked.
+        var parkedAt: Int64 = 0
         var nextWaiter: UInt64 = 0
         var closed = false
     }
@@ -75,6 +77,7 @@ public final class PollOutput: SessionOutput {
             s.nextWaiter += 1
             let id = s.nextWaiter
             s.waiter = (id, wake)
+            s.parkedAt = WallClock.milliseconds()
             return (id, displaced)
         }
         displaced?()
@@ -91,6 +94,17 @@ public final class PollOutput: SessionOutput {
     private func wake(only id: UInt64?) {
         let waiter = state.withLockedValue { s -> (@Sendable () -> Void)? in
             guard let w = s.waiter, id == nil || w.id == id else { return nil }
+            return Self.takeWaiter(&s)
+        }
+        waiter?()
+    }
+
+    /// Answers the parked poll if it parked before `time` (Unix ms): its client polled another
+    /// node then, one request at a time, so this one's connection is gone without a word, and
+    /// left parked it would take the next delivery for nobody.
+    public func wake(parkedBefore time: Int64) {
+        let waiter = state.withLockedValue { s -> (@Sendable () -> Void)? in
+            guard s.waiter != nil, s.parkedAt < time else { return nil }
             return Self.takeWaiter(&s)
         }
         waiter?()

@@ -64,6 +64,11 @@ public final class PollService: Sendable {
         runtime.peers?.onAckForwarded { [weak self] token, cursor, polledAt in
             guard let self, let open = sessions.withLockedValue({ $0[token] }) else { return }
             ackHere(cursor, on: open, polledAt: polledAt)
+            // Its client polled there: a poll still parked here from before is answered now
+            // (with nothing, almost always: it parked on an empty buffer), not left to take a
+            // delivery for a connection gone without a word; taken, that delivery sat leased
+            // until `poll.lease` if the client never came back here.
+            if let polledAt { open.output.wake(parkedBefore: polledAt) }
         }
     }
 
