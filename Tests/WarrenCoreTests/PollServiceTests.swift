@@ -16,6 +16,32 @@ struct PollServiceTests {
                            logger: Logger(label: "test"))
     }
 
+    /// carol's session on node n1 with one inbox subscription, and the fake broker channel its
+    /// inbox is consumed on.
+    struct InboxPoller {
+        let service: PollService
+        let token: String
+        let consume: FakeChannel
+
+        static func open(_ tests: PollServiceTests) async throws -> InboxPoller {
+            let bridge = try await FakeBridge()
+            let service = await tests.makeService(bridge)
+            let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
+                                                      subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
+            return InboxPoller(service: service, token: token, consume: bridge.channels.consuming(prefetch: InboxSettings().prefetch))
+        }
+
+        /// Delivers message `n` (0–9) to the inbox consumer; its delivery tag.
+        func deliver(_ n: Int) -> UInt64 {
+            consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "m\(n)",
+                            messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9\(n)")
+        }
+
+        func poll(ack: String?) async throws -> PollAnswer {
+            try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: ack)
+        }
+    }
+
     func expectCode(_ code: ErrorCode, _ body: () async throws -> Void) async {
         do {
             try await body()
@@ -162,18 +188,10 @@ struct PollServiceTests {
     /// again): its inbox delivery is handed back to RabbitMQ, not acked by the next cursor unseen.
     /// An ack on its own (`POST …/ack`) hands nothing back.
     @Test func anAnswerThePollerNeverGotIsHandedBackNotAckedUnseen() async throws {
-        let bridge = try await FakeBridge()
-        let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
-                                                  subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
-        let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
-        func deliver(_ n: Int) -> UInt64 {
-            consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "m\(n)",
-                            messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9\(n)")
-        }
-        func poll(ack: String?) async throws -> PollAnswer {
-            try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: ack)
-        }
+        let carol = try await InboxPoller.open(self)
+        let (service, consume) = (carol.service, carol.consume)
+        func deliver(_ n: Int) -> UInt64 { carol.deliver(n) }
+        func poll(ack: String?) async throws -> PollAnswer { try await carol.poll(ack: ack) }
         let t0 = deliver(0)
         let unread = try await poll(ack: service.firstCursor)
         #expect(unread.messages.count == 1)
@@ -193,7 +211,7 @@ struct PollServiceTests {
 
         let t3 = deliver(3)
         let third = try await poll(ack: nil)
-        try await service.ack(session: token, user: "carol", cursor: read.cursor)
+        try await service.ack(session: carol.token, user: "carol", cursor: read.cursor)
         #expect(!consume.calls.contains("nack \(t3) requeue"), "an ack alone says nothing of later answers")
         _ = try await poll(ack: third.cursor)
         #expect(consume.calls.contains("ack \(t3)"))
@@ -205,18 +223,10 @@ struct PollServiceTests {
     /// by the later cursor unseen (before 2026-11-29 it was, and the message was lost: seen with
     /// the Swift client on two nodes behind a proxy that cut connections).
     @Test func anAnswerLostBeforeThePollerCameFromAnotherNodeIsHandedBack() async throws {
-        let bridge = try await FakeBridge()
-        let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
-                                                  subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
-        let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
-        func deliver(_ n: Int) -> UInt64 {
-            consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "m\(n)",
-                            messageID: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9\(n)")
-        }
-        func poll(ack: String?) async throws -> PollAnswer {
-            try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: ack)
-        }
+        let carol = try await InboxPoller.open(self)
+        let (service, consume) = (carol.service, carol.consume)
+        func deliver(_ n: Int) -> UInt64 { carol.deliver(n) }
+        func poll(ack: String?) async throws -> PollAnswer { try await carol.poll(ack: ack) }
         let lost = deliver(0)
         #expect(try await poll(ack: service.firstCursor).messages.count == 1)  // never reaches the client
         let next = deliver(1)
