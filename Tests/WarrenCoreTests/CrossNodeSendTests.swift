@@ -117,6 +117,54 @@ struct CrossNodeSendTests {
         #expect(states() == 2, "its own")
     }
 
+    /// A node that starts again (or one heard of for the first time, having been gone) is handed
+    /// the sends with a cid the others remember: a client's first try on one node while the
+    /// other was down, retried on that one once it is back, gets the first ids (DESIGN §2's five
+    /// minutes, through any door). Before 2026-11-29 the retry was published again (seen in 2 of
+    /// 5 runs of a two-node soak with one node stopped and started again).
+    @Test func aNodeThatStartsIsHandedTheSendsTheOthersRemember() async throws {
+        let n1 = Node("n1"), n2 = Node("n2")
+        let confirmed = try await n1.publish("c1")  // alone: told to nobody
+        n1.broker.nackPublishes()
+        await #expect(throws: ProtocolError.self) { try await n1.publish("c2") }
+        let attempted = Array(n1.messageIDs.suffix(2))
+        n1.knowOf("n2", starting: true)
+        func handOvers() -> [(String, String)] {
+            zip(n1.announcements.calls.filter { $0.hasPrefix("publish ") }, n1.announcements.bodies).filter { $0.1.contains(#""kind":"sends""#) }
+        }
+        let handed = handOvers()
+        #expect(handed.map(\.0) == ["publish warren.presence.n2"], "straight to its queue: \(n1.announcements.calls)")
+        for (_, body) in handed { n2.hear(body) }
+        #expect(try await n2.publish("c1") == confirmed)
+        #expect(n2.messageIDs.isEmpty, "a confirmed send is not published again")
+        #expect(try await n2.publish("c2") == attempted)
+        #expect(n2.messageIDs == attempted, "one not confirmed is published with its first ids")
+        // Known already and not starting: nothing handed over again.
+        n1.knowOf("n2")
+        #expect(handOvers().count == 1)
+        // Hundreds of sends go in several messages.
+        let many = (0..<(PresenceAnnouncement.maxRecentSends + 10)).map {
+            RecentSend(from: "bob", cid: "m\($0)", earlier: .confirmed(["01a2277e-80e5-72d1-b3aa-1c336456e15f"]))
+        }
+        n1.publisher.rememberFromPeer(many)
+        n1.knowOf("n3")
+        #expect(n1.announcements.calls.filter { $0 == "publish warren.presence.n3" }.count == 2)
+    }
+
+    @Test func recentSendsAreListedOldestFirstUntilTheyExpire() {
+        var cache = DedupCache(ttlMilliseconds: 100)
+        cache.remember(from: "alice", cid: "c1", ids: ["a"], nowMilliseconds: 0)
+        cache.rememberAttempt(from: "bob", cid: "c 2", routes: ["bob.x"], ids: ["b"], nowMilliseconds: 10)
+        #expect(cache.recent(nowMilliseconds: 50) == [RecentSend(from: "alice", cid: "c1", earlier: .confirmed(["a"])),
+                                                      RecentSend(from: "bob", cid: "c 2", earlier: .attempted(["bob.x": "b"]))])
+        #expect(cache.recent(nowMilliseconds: 105) == [RecentSend(from: "bob", cid: "c 2", earlier: .attempted(["bob.x": "b"]))])
+        // Handed over: taken only where nothing is remembered.
+        cache.rememberFromPeer([RecentSend(from: "bob", cid: "c 2", earlier: .confirmed(["theirs"])),
+                                RecentSend(from: "carol", cid: "c3", earlier: .confirmed(["c"]))], nowMilliseconds: 106)
+        #expect(cache.earlier(from: "bob", cid: "c 2", nowMilliseconds: 107) == .attempted(["bob.x": "b"]))
+        #expect(cache.lookup(from: "carol", cid: "c3", nowMilliseconds: 107) == ["c"])
+    }
+
     @Test func aSendNeverOverridesOneThisNodeConfirmed() {
         var cache = DedupCache()
         cache.remember(from: "alice", cid: "c1", ids: ["mine"], nowMilliseconds: 0)

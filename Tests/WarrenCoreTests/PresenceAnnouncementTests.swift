@@ -17,7 +17,12 @@ struct PresenceAnnouncementTests {
                         .sent(node: "n6", from: "alice", cid: "c-1 ü", ids: ["01a2277e-80e5-72d1-b3aa-1c336456e15f",
                                                                            "01a2277e-80eb-765a-a0fe-6bdd80c6361b"]),
                         .sending(node: "n7", from: "alice", cid: "c-2", routes: ["alice.bob", "room.x"],
-                                 ids: ["01a2277e-80e5-72d1-b3aa-1c336456e15f", "01a2277e-80eb-765a-a0fe-6bdd80c6361b"])] {
+                                 ids: ["01a2277e-80e5-72d1-b3aa-1c336456e15f", "01a2277e-80eb-765a-a0fe-6bdd80c6361b"]),
+                        .sends(node: "n8", entries: [
+                            RecentSend(from: "alice", cid: "c-1", earlier: .confirmed(["01a2277e-80e5-72d1-b3aa-1c336456e15f"])),
+                            RecentSend(from: "bob", cid: "c-2 ü", earlier: .attempted(["room.x": "01a2277e-80eb-765a-a0fe-6bdd80c6361b",
+                                                                                        "alice.bob": "01a2277e-80e5-72d1-b3aa-1c336456e15f"])),
+                        ])] {
             #expect(PresenceAnnouncement.decode(message.encoded()) == message)
         }
         for bad in [#"{"node":"n","kind":"join","route":"room.#","user":"a"}"#, #"{"node":"n","kind":"join","route":"room.x","user":"a.b"}"#,
@@ -38,7 +43,13 @@ struct PresenceAnnouncementTests {
                     #"{"node":"n","kind":"sending","from":"a","cid":"c","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
                     #"{"node":"n","kind":"sending","from":"a","cid":"c","routes":[],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
                     #"{"node":"n","kind":"sending","from":"a","cid":"c","routes":["a.#"],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
-                    #"{"node":"n","kind":"sending","from":"a","cid":"c","routes":[7],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#] {
+                    #"{"node":"n","kind":"sending","from":"a","cid":"c","routes":[7],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#,
+                    #"{"node":"n","kind":"sends","entries":[]}"#, #"{"node":"n","kind":"sends"}"#,
+                    #"{"node":"n","kind":"sends","entries":[{"from":"a","cid":"c","ids":["x"]}]}"#,
+                    #"{"node":"n","kind":"sends","entries":[{"from":"a","cid":"c","routes":["a.#"],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}]}"#,
+                    #"{"node":"n","kind":"sends","entries":[{"from":"a","cid":"c","routes":["a.b","a.c"],"ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}]}"#,
+                    #"{"node":"n","kind":"sends","entries":[{"from":"a","cid":"c","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]},7]}"#,
+                    #"{"node":"n","kind":"sends","entries":[\#(Array(repeating: #"{"from":"a","cid":"c","ids":["01a2277e-80e5-72d1-b3aa-1c336456e15f"]}"#, count: PresenceAnnouncement.maxRecentSends + 1).joined(separator: ","))]}"#] {
             #expect(PresenceAnnouncement.decode(Array(bad.utf8)) == nil, "\(bad)")
         }
     }

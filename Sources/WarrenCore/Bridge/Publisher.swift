@@ -244,6 +244,18 @@ public final class Publisher: Sendable {
         dedup.withLockedValue { $0.cache.rememberElsewhere(from: from, cid: cid, ids: ids, nowMilliseconds: nowMilliseconds) }
     }
 
+    /// Every send with a cid remembered here (this node's and those other nodes told of), for a
+    /// node that starts or is heard of for the first time.
+    public func recentSends(nowMilliseconds: Int64 = WallClock.milliseconds()) -> [RecentSend] {
+        dedup.withLockedValue { $0.cache.recent(nowMilliseconds: nowMilliseconds) }
+    }
+
+    /// Sends another node handed over (``recentSends(nowMilliseconds:)`` there): a retry of one
+    /// here is answered or published as there.
+    public func rememberFromPeer(_ sends: [RecentSend], nowMilliseconds: Int64 = WallClock.milliseconds()) {
+        dedup.withLockedValue { $0.cache.rememberFromPeer(sends, nowMilliseconds: nowMilliseconds) }
+    }
+
     /// A send with a cid another node is writing (`ids[i]` for `routes[i]`): a retry of it here
     /// is published with the same ids, unless one is remembered already.
     public func rememberAttemptElsewhere(from: String, cid: String, routes: [String], ids: [String],

@@ -73,6 +73,25 @@ public struct DedupCache: Sendable {
         store(.attempted(Dictionary(zip(routes, ids)) { first, _ in first }), key: key, nowMilliseconds)
     }
 
+    /// Every send still remembered, oldest first (handed to a node that starts: ``RecentSend``).
+    public mutating func recent(nowMilliseconds: Int64) -> [RecentSend] {
+        expire(nowMilliseconds)
+        return order[head...].compactMap { item -> RecentSend? in
+            guard let e = entries[item.key], e.expires > nowMilliseconds, let split = item.key.utf8.firstIndex(of: 0) else { return nil }
+            let from = String(item.key[..<split])
+            let cid = String(item.key[item.key.utf8.index(after: split)...])
+            return RecentSend(from: from, cid: cid, earlier: e.earlier)
+        }
+    }
+
+    /// Sends another node remembered, handed over as this node started or first heard of it:
+    /// each taken where nothing is remembered here (a send this node saw stays as it saw it).
+    public mutating func rememberFromPeer(_ sends: [RecentSend], nowMilliseconds: Int64) {
+        for send in sends where earlier(from: send.from, cid: send.cid, nowMilliseconds: nowMilliseconds) == nil {
+            store(send.earlier, key: Self.key(from: send.from, cid: send.cid), nowMilliseconds)
+        }
+    }
+
     private mutating func store(_ earlier: Earlier, key: String, _ nowMilliseconds: Int64) {
         expire(nowMilliseconds)
         let expires = nowMilliseconds + ttlMilliseconds

@@ -166,6 +166,25 @@ public final class Presence: AMQPDeliverySink, Sendable {
         }
     }
 
+    /// Sends `other` every send with a cid remembered here, ``PresenceAnnouncement/maxRecentSends``
+    /// to a message, straight to its queue (through the default exchange, as a forwarded ack).
+    private func handOverRecentSends(to other: String) {
+        let sends = publisher.recentSends()
+        guard !sends.isEmpty else { return }
+        let queue = Self.queue(of: other)
+        serially { [self] in
+            guard blockedReason() == nil else { return }
+            for start in stride(from: 0, to: sends.count, by: PresenceAnnouncement.maxRecentSends) {
+                let chunk = Array(sends[start..<min(start + PresenceAnnouncement.maxRecentSends, sends.count)])
+                let message = PresenceAnnouncement.sends(node: node, entries: chunk)
+                _ = try? channel.channel.startPublish(ByteBuffer(bytes: message.encoded()), exchange: "", routingKey: queue, mandatory: false,
+                                                      properties: BasicProperties(contentType: "application/json", deliveryMode: 1),
+                                                      timeout: nil)
+            }
+        }
+        logger.debug("handed recent sends over", metadata: ["node": "\(other)", "sends": "\(sends.count)"])
+    }
+
     /// `handler` is called with the session string, the cursor and, for a poll's, the poll's
     /// arrival time of each ack another node forwarded here.
     public func onAckForwarded(_ handler: @escaping @Sendable (String, String, Int64?) -> Void) {
@@ -295,6 +314,9 @@ public final class Presence: AMQPDeliverySink, Sendable {
         case .sending(let other, let from, let cid, let routes, let ids):
             if other != node { publisher.rememberAttemptElsewhere(from: from, cid: cid, routes: routes, ids: ids) }
             return
+        case .sends(let other, let entries):
+            if other != node { publisher.rememberFromPeer(entries) }
+            return
         case .state, .change, .goodbye: guard settings.enabled else { return }
         }
         let now = WallClock.milliseconds()
@@ -312,15 +334,20 @@ public final class Presence: AMQPDeliverySink, Sendable {
                 serially { [self] in publish(owed, via: .amqp) }
                 return true
             case .goodbye(let other): book.receivedGoodbye(from: other)
-            case .sessionDeleted, .ackForwarded, .sent, .sending: break
+            case .sessionDeleted, .ackForwarded, .sent, .sending, .sends: break
             }
             return false
         }
         noteOthers()
         if owed { recordCounts() }
         // A node not known until now, or starting (back from a restart): it learns of this one at once,
-        // not a third of the timeout later, and so tells it of its sends with a cid from now on.
-        if newcomer { announceState() }
+        // not a third of the timeout later, and so tells it of its sends with a cid from now on;
+        // and of those it remembers from before (DESIGN §2's five minutes), which it was not told
+        // of, having started since or been gone.
+        if newcomer {
+            announceState()
+            handOverRecentSends(to: announcement.node)
+        }
     }
 
     /// Declares the exchange (presence is held by live nodes only: it goes with the last of

@@ -28,16 +28,23 @@ public enum PresenceAnnouncement: Sendable, Equatable {
     /// `node` dies before the confirm). A retry that reaches another node first is published
     /// there with the same ids, which the store keeps once and clients recognise.
     case sending(node: String, from: String, cid: String, routes: [String], ids: [String])
+    /// The sends with a cid `node` remembers (DESIGN §2's five minutes), sent to a node that
+    /// starts, or that `node` hears of for the first time, alone (to its queue), in messages of
+    /// at most ``maxRecentSends``: a node started again after a client's first try elsewhere
+    /// (or one that had gone, and so was told of nothing) answers its retry with the first ids.
+    case sends(node: String, entries: [RecentSend])
 
     /// More entries than this in one state message is not believed.
     public static let maxEntries = 1_000_000
     /// More ids than this in one `sent` is not believed (a publish has at most `limits.max_routes`).
     public static let maxSentIDs = 256
+    /// Sends in one `sends` message at most.
+    public static let maxRecentSends = 500
 
     public var node: String {
         switch self {
         case .state(let n, _, _), .change(let n, _, _, _), .goodbye(let n), .sessionDeleted(let n, _), .ackForwarded(let n, _, _, _),
-             .sent(let n, _, _, _), .sending(let n, _, _, _, _): return n
+             .sent(let n, _, _, _), .sending(let n, _, _, _, _), .sends(let n, _): return n
         }
     }
 
@@ -97,6 +104,28 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             w.raw(",\"ids\":")
             w.strings(ids)
             w.raw("}")
+        case .sends(_, let entries):
+            w.raw(",\"kind\":\"sends\",\"entries\":[")
+            for (k, e) in entries.enumerated() {
+                if k > 0 { w.raw(",") }
+                w.raw("{\"from\":")
+                w.string(e.from)
+                w.raw(",\"cid\":")
+                w.string(e.cid)
+                switch e.earlier {
+                case .confirmed(let ids):
+                    w.raw(",\"ids\":")
+                    w.strings(ids)
+                case .attempted(let byRoute):
+                    let routes = byRoute.keys.sorted()
+                    w.raw(",\"routes\":")
+                    w.strings(routes)
+                    w.raw(",\"ids\":")
+                    w.strings(routes.map { byRoute[$0]! })
+                }
+                w.raw("}")
+            }
+            w.raw("]}")
         }
         return w.bytes
     }
@@ -142,24 +171,44 @@ public enum PresenceAnnouncement: Sendable, Equatable {
             guard polledAt == nil || polledAt?.intValue != nil else { return nil }
             return .ackForwarded(node: node, session: session, cursor: cursor, polledAt: polledAt?.intValue)
         case "sent", "sending":
-            guard let from = json["from"]?.stringValue, Envelope.isValidSender(from), let cid = json["cid"]?.stringValue,
-                  Envelope.isValidCID(cid), case .array(let items)? = json["ids"], (1...maxSentIDs).contains(items.count) else { return nil }
-            var ids: [String] = []
-            for item in items {
-                guard let id = item.stringValue, UUIDv7Generator.isWellFormed(id) else { return nil }
-                ids.append(id)
+            guard let send = recentSend(json, attempted: kind == "sending") else { return nil }
+            switch send.earlier {
+            case .confirmed(let ids): return .sent(node: node, from: send.from, cid: send.cid, ids: ids)
+            case .attempted: return .sending(node: node, from: send.from, cid: send.cid, routes: send.routes, ids: send.ids)
             }
-            guard kind == "sending" else { return .sent(node: node, from: from, cid: cid, ids: ids) }
-            guard case .array(let items)? = json["routes"], items.count == ids.count else { return nil }
-            var routes: [String] = []
+        case "sends":
+            guard case .array(let items)? = json["entries"], (1...maxRecentSends).contains(items.count) else { return nil }
+            var entries: [RecentSend] = []
             for item in items {
-                guard let route = item.stringValue, (try? RouteKey(route)) != nil else { return nil }
-                routes.append(route)
+                guard let send = recentSend(item, attempted: item["routes"] != nil) else { return nil }
+                entries.append(RecentSend(from: send.from, cid: send.cid, earlier: send.earlier))
             }
-            return .sending(node: node, from: from, cid: cid, routes: routes, ids: ids)
+            return .sends(node: node, entries: entries)
         default:
             return nil
         }
+    }
+
+    /// One send's fields, as `sent` / `sending` and each of `sends`' entries carry them: `from`,
+    /// `cid`, `ids` (UUIDs) and, for one not confirmed, `routes` (`ids[i]` for `routes[i]`).
+    private static func recentSend(_ json: JSONValue, attempted: Bool)
+        -> (from: String, cid: String, routes: [String], ids: [String], earlier: DedupCache.Earlier)?
+    {
+        guard let from = json["from"]?.stringValue, Envelope.isValidSender(from), let cid = json["cid"]?.stringValue,
+              Envelope.isValidCID(cid), case .array(let items)? = json["ids"], (1...maxSentIDs).contains(items.count) else { return nil }
+        var ids: [String] = []
+        for item in items {
+            guard let id = item.stringValue, UUIDv7Generator.isWellFormed(id) else { return nil }
+            ids.append(id)
+        }
+        guard attempted else { return (from, cid, [], ids, .confirmed(ids)) }
+        guard case .array(let items)? = json["routes"], items.count == ids.count else { return nil }
+        var routes: [String] = []
+        for item in items {
+            guard let route = item.stringValue, (try? RouteKey(route)) != nil else { return nil }
+            routes.append(route)
+        }
+        return (from, cid, routes, ids, .attempted(Dictionary(zip(routes, ids)) { first, _ in first }))
     }
 
     /// What a poll session string can be: a signed token (base64url parts joined by dots) no
