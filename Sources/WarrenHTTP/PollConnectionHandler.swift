@@ -438,10 +438,11 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// Writes the whole response to the current request (one buffer, one write), then takes
     /// the next request.
     private func answer(_ context: ChannelHandlerContext, response: ByteBuffer, headSaysClose: Bool) {
-        guard let request = current else { return }
+        // Only the head's `close` is read: the request (its strings) is not copied.
+        guard let asked = current?.head.close else { return }
         current = nil
         lastActive = .now()
-        let close = request.head.close || closeAfterAnswer
+        let close = asked || closeAfterAnswer
         // Closing after it (asked for, or shutting down): the head says so.
         let response = close && !headSaysClose ? Self.withClose(response) : response
         if context.channel.isActive { context.writeAndFlush(wrapOutboundOut(response), promise: nil) }
@@ -474,6 +475,14 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     static func responseHead(status: Int, length: Int, close: Bool, reserving: Int = 0) -> ByteBuffer {
         var head = ByteBuffer()
         head.reserveCapacity(128 + reserving)
+        if status == 200 {
+            // Every poll answer: the status line and type written as one constant, the length's
+            // digits in place (no `String` made per answer).
+            head.writeStaticString("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ")
+            writeDecimal(length, to: &head)
+            head.writeStaticString(close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n")
+            return head
+        }
         head.writeStaticString("HTTP/1.1 ")
         head.writeString(String(status))
         head.writeStaticString(" ")
@@ -486,6 +495,23 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
         head.writeStaticString(close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n")
         return head
+    }
+
+    /// Writes a non-negative integer's decimal digits.
+    static func writeDecimal(_ value: Int, to buffer: inout ByteBuffer) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = UInt(max(0, value))
+        withUnsafeMutableBytes(of: &digits) { d in
+            var i = d.count
+            repeat {
+                i -= 1
+                d[i] = UInt8(truncatingIfNeeded: n % 10) + 48
+                n /= 10
+            } while n > 0
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: d[i...]))
+        }
     }
 
     /// `response` with `connection: close` added to its head.
