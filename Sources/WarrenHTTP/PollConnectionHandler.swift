@@ -497,11 +497,9 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         return head
     }
 
-    /// Writes a non-negative integer's decimal digits.
+    /// Writes a non-negative integer's decimal digits (as ``JSONWriter/int(_:)`` does, into the buffer).
     static func writeDecimal(_ value: Int, to buffer: inout ByteBuffer) {
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: Int's 19 digits fit
         var n = UInt(max(0, value))
         withUnsafeMutableBytes(of: &digits) { d in
             var i = d.count
