@@ -202,12 +202,12 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             // A body over the limit: refused at once if the client waits for `100 Continue`;
             // otherwise the router reads it up to the limit and answers 413.
             let fits = head.contentLength <= door.maxBodyBytes
-            if path.starts(with: "/v1/messages".utf8) {
+            if RawRequestHead.hasPrefix(path, "/v1/messages") {
                 let rest = path[12...]
                 guard head.method == .post, rest.isEmpty || rest.first == UInt8(ascii: "?") else { return nil }
                 return fits ? .publish : head.expectsContinue ? .tooLarge : nil
             }
-            guard path.starts(with: "/v1/poll".utf8) else { return nil }
+            guard RawRequestHead.hasPrefix(path, "/v1/poll") else { return nil }
             let rest = path[8...].prefix { $0 != UInt8(ascii: "?") }
             if rest.isEmpty {
                 guard head.method == .post else { return nil }

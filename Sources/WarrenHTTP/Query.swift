@@ -15,6 +15,9 @@ struct Query {
         }
 
         var count: Int { pairs.count }
+
+        /// Room for `n` items, so the usual few take one allocation.
+        mutating func reserve(_ n: Int) { pairs.reserveCapacity(n) }
         var isEmpty: Bool { pairs.isEmpty }
 
         /// Names kept per query: Warren reads fewer than ten; past this many the rest are
@@ -35,10 +38,12 @@ struct Query {
         var target = target
         items = target.withUTF8 { bytes in
             var items = Items()
-            guard let q = bytes.firstIndex(of: UInt8(ascii: "?")) else { return items }
+            // `memchr` past the path (a session string of a few hundred bytes) and between items.
+            guard let q = Self.index(of: UInt8(ascii: "?"), in: bytes, from: 0) else { return items }
+            items.reserve(4)
             var start = q + 1
             while start < bytes.count {
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.count
+                let end = Self.index(of: UInt8(ascii: "&"), in: bytes, from: start) ?? bytes.count
                 if end > start {
                     let pair = UnsafeBufferPointer(rebasing: bytes[start..<end])
                     let eq = pair.firstIndex(of: UInt8(ascii: "="))
@@ -49,6 +54,13 @@ struct Query {
             }
             return items
         }
+    }
+
+    /// The index of the first `byte` at or after `from`.
+    private static func index(of byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        guard let base = bytes.baseAddress, from < bytes.count,
+              let found = memchr(base + from, Int32(byte), bytes.count - from) else { return nil }
+        return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
     }
 
     /// A query value that is a decimal integer (an optional sign, then digits), else nil. One past

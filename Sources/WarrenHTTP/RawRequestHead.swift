@@ -1,4 +1,9 @@
 import NIOCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The head of an HTTP/1.1 or HTTP/1.0 request as far as ``PollConnectionHandler`` needs it, read from the
 /// raw bytes: method, target, and the few fields that decide whether the poll path may take
@@ -134,17 +139,18 @@ struct RawRequestHead: Equatable, Sendable {
         return .head(result)
     }
 
-    /// The index just past the first CR LF CR LF, if it is within `limit` bytes.
+    /// The index just past the first CR LF CR LF, if it is within `limit` bytes. It jumps from
+    /// LF to LF with `memchr` (a byte-by-byte scan of the head was 1.7 % of Warren's samples in
+    /// the poll benchmark, ahead of anything else in the parse).
     private static func headEnd(_ bytes: Bytes, limit: Int) -> Int? {
-        var i = bytes.startIndex
+        guard let base = bytes.base.baseAddress else { return nil }
         let last = min(bytes.endIndex, bytes.startIndex + limit)
-        while i + 3 < last {
-            if bytes[i + 3] != 10 {  // the fourth byte of CR LF CR LF is LF
-                i += 1
-                continue
-            }
-            if bytes[i] == 13, bytes[i + 1] == 10, bytes[i + 2] == 13 { return i + 4 }
-            i += 1
+        var lf = bytes.startIndex + 3  // the earliest the LF ending CR LF CR LF can be
+        while lf < last {
+            guard let found = memchr(base + lf, 10, last - lf) else { return nil }
+            lf = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            if base[lf - 1] == 13, base[lf - 2] == 10, base[lf - 3] == 13 { return lf + 1 }
+            lf += 1
         }
         return nil
     }
@@ -168,15 +174,15 @@ struct RawRequestHead: Equatable, Sendable {
         guard let firstSpace = line.firstIndex(of: UInt8(ascii: " ")),
               let lastSpace = line.lastIndex(of: UInt8(ascii: " ")), lastSpace > firstSpace + 1 else { return nil }
         let version = line[(lastSpace + 1)...]
-        let http10 = version.elementsEqual("HTTP/1.0".utf8)
-        guard http10 || version.elementsEqual("HTTP/1.1".utf8) else { return nil }
+        let http10 = equals(version, "HTTP/1.0")
+        guard http10 || equals(version, "HTTP/1.1") else { return nil }
         let target = line[(firstSpace + 1)..<lastSpace]
         guard target.first == UInt8(ascii: "/"), target.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
         let method: Method
         switch line[line.startIndex..<firstSpace] {
-        case let m where m.elementsEqual("GET".utf8): method = .get
-        case let m where m.elementsEqual("POST".utf8): method = .post
-        case let m where m.elementsEqual("DELETE".utf8): method = .delete
+        case let m where equals(m, "GET"): method = .get
+        case let m where equals(m, "POST"): method = .post
+        case let m where equals(m, "DELETE"): method = .delete
         case let m where m.allSatisfy(isTokenByte): method = .other
         default: return nil
         }
@@ -185,11 +191,29 @@ struct RawRequestHead: Equatable, Sendable {
 
     private static func isTokenByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
             return true
         default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(b)
+            return false
         }
+    }
+
+    /// Whether the bytes are exactly `text` (compared with `memcmp`, not element by element
+    /// through `String.UTF8View`).
+    static func equals(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ text: StaticString) -> Bool {
+        guard bytes.count == text.utf8CodeUnitCount else { return false }
+        guard let start = bytes.base.baseAddress else { return true }
+        return memcmp(start + bytes.startIndex, text.utf8Start, bytes.count) == 0
+    }
+
+    /// Whether the bytes begin with `text`.
+    static func hasPrefix(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
+        guard bytes.count >= text.utf8CodeUnitCount else { return false }
+        guard let start = bytes.baseAddress else { return true }
+        return memcmp(start, text.utf8Start, text.utf8CodeUnitCount) == 0
     }
 
     private static func equalsLowercase(_ bytes: Bytes, _ name: StaticString) -> Bool {
