@@ -36,7 +36,7 @@ public final class PollService: Sendable {
     let logger: Logger
     let loop: any EventLoop
     /// Sessions open on this node, by session string.
-    private let sessions = NIOLockedValueBox<[String: PollSession]>([:])
+    private let sessions = NIOLockedValueBox<[PollSessionKey: PollSession]>([:])
     /// Session ids deleted here, with when (ms) and in which order.
     private let deleted = NIOLockedValueBox<(tombstones: [String: (at: Int64, order: UInt64)], next: UInt64)>(([:], 0))
     private let sweeper = NIOLockedValueBox<RepeatedTask?>(nil)
