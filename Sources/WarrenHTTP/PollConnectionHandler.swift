@@ -52,6 +52,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// The request being answered: its head and raw bytes (handed on whole if the router must answer it).
     private var current: (head: RawRequestHead, bytes: ByteBuffer)?
     private var parked: (PollOutput, UInt64)?
+    /// Where this connection's polls are answered (made at its first poll).
+    private var sink: PollConnectionSink?
+    /// Out of the pipeline: a poll readied in a task after that keeps no sink (it would hold this handler).
+    private var removed = false
     /// Answered with a refusal and closing: what else arrives is not read.
     private var refusedAndClosing = false
     /// Where the poll being served is counted (`warren_connections{frontend="poll"}`).
@@ -88,6 +92,9 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
         idleTimer = nil
+        // It holds this handler: dropped with it (a poll parked still holds it until answered).
+        sink = nil
+        removed = true
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -202,20 +209,21 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             // A body over the limit: refused at once if the client waits for `100 Continue`;
             // otherwise the router reads it up to the limit and answers 413.
             let fits = head.contentLength <= door.maxBodyBytes
-            if RawRequestHead.hasPrefix(path, "/v1/messages") {
+            if ByteSearch.hasPrefix(path, "/v1/messages") {
                 let rest = path[12...]
                 guard head.method == .post, rest.isEmpty || rest.first == UInt8(ascii: "?") else { return nil }
                 return fits ? .publish : head.expectsContinue ? .tooLarge : nil
             }
-            guard RawRequestHead.hasPrefix(path, "/v1/poll") else { return nil }
-            let rest = path[8...].prefix { $0 != UInt8(ascii: "?") }
+            guard ByteSearch.hasPrefix(path, "/v1/poll") else { return nil }
+            let end = ByteSearch.index(of: UInt8(ascii: "?"), in: path, from: 8) ?? path.count
+            let rest = path[8..<end]
             if rest.isEmpty {
                 guard head.method == .post else { return nil }
                 return fits ? .create : head.expectsContinue ? .tooLarge : nil
             }
             guard head.method == .get, head.contentLength == 0, rest.first == UInt8(ascii: "/") else { return nil }
             let session = rest.dropFirst()
-            guard !session.isEmpty, !session.contains(UInt8(ascii: "/")) else { return nil }
+            guard !session.isEmpty, ByteSearch.index(of: UInt8(ascii: "/"), in: path, from: session.startIndex, to: end) == nil else { return nil }
             return .poll(session: String(decoding: UnsafeBufferPointer(rebasing: session), as: UTF8.self))
         }
     }
@@ -263,22 +271,11 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         // the poll only counts in `warren_connections{frontend="poll"}` while it is served.
         service.runtime.metrics.connectionOpened(.poll)
         held = service.runtime.metrics
-        let channel = context.channel
-        let loop = context.eventLoop
-        let bound = NIOLoopBound((self, context), eventLoop: loop)
         // The answer may come from the broker's thread or a timer: written on this loop.
+        let sink = self.sink ?? PollConnectionSink(self, context)
+        if !removed { self.sink = sink }
         let taken = service.pollOnLoop(session: session, user: identity.user, policy: identity.policy, wait: wait, max: max,
-                                       ack: query.items["ack"], loop: loop, alive: { channel.isActive }) { taken in
-            if loop.inEventLoop {
-                let (handler, context) = bound.value
-                handler.respond(context, taken)
-            } else {
-                loop.execute {
-                    let (handler, context) = bound.value
-                    handler.respond(context, taken)
-                }
-            }
-        }
+                                       ack: query.items["ack"], to: sink)
         switch taken {
         case .elsewhere:
             release()
@@ -421,7 +418,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     /// Writes a poll answer; on the connection's loop.
-    fileprivate func respond(_ context: ChannelHandlerContext, _ taken: PollAnswer) {
+    func respond(_ context: ChannelHandlerContext, _ taken: PollAnswer) {
         parked = nil
         release()
         answer(context, response: PollAnswerBody.response(taken), headSaysClose: false)

@@ -39,11 +39,11 @@ struct Query {
         items = target.withUTF8 { bytes in
             var items = Items()
             // `memchr` past the path (a session string of a few hundred bytes) and between items.
-            guard let q = Self.index(of: UInt8(ascii: "?"), in: bytes, from: 0) else { return items }
+            guard let q = ByteSearch.index(of: UInt8(ascii: "?"), in: bytes, from: 0) else { return items }
             items.reserve(4)
             var start = q + 1
             while start < bytes.count {
-                let end = Self.index(of: UInt8(ascii: "&"), in: bytes, from: start) ?? bytes.count
+                let end = ByteSearch.index(of: UInt8(ascii: "&"), in: bytes, from: start) ?? bytes.count
                 if end > start {
                     let pair = UnsafeBufferPointer(rebasing: bytes[start..<end])
                     let eq = pair.firstIndex(of: UInt8(ascii: "="))
@@ -54,13 +54,6 @@ struct Query {
             }
             return items
         }
-    }
-
-    /// The index of the first `byte` at or after `from`.
-    private static func index(of byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
-        guard let base = bytes.baseAddress, from < bytes.count,
-              let found = memchr(base + from, Int32(byte), bytes.count - from) else { return nil }
-        return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
     }
 
     /// A query value that is a decimal integer (an optional sign, then digits), else nil. One past

@@ -1,9 +1,4 @@
 import NIOCore
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The head of an HTTP/1.1 or HTTP/1.0 request as far as ``PollConnectionHandler`` needs it, read from the
 /// raw bytes: method, target, and the few fields that decide whether the poll path may take
@@ -139,18 +134,13 @@ struct RawRequestHead: Equatable, Sendable {
         return .head(result)
     }
 
-    /// The index just past the first CR LF CR LF, if it is within `limit` bytes. It jumps from
-    /// LF to LF with `memchr` (a byte-by-byte scan of the head was 1.7 % of Warren's samples in
-    /// the poll benchmark, ahead of anything else in the parse).
+    /// The index just past the first CR LF CR LF, if it is within `limit` bytes: from LF to LF.
     private static func headEnd(_ bytes: Bytes, limit: Int) -> Int? {
-        guard let base = bytes.base.baseAddress else { return nil }
         let last = min(bytes.endIndex, bytes.startIndex + limit)
         var lf = bytes.startIndex + 3  // the earliest the LF ending CR LF CR LF can be
-        while lf < last {
-            guard let found = memchr(base + lf, 10, last - lf) else { return nil }
-            lf = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-            if base[lf - 1] == 13, base[lf - 2] == 10, base[lf - 3] == 13 { return lf + 1 }
-            lf += 1
+        while let found = ByteSearch.index(of: 10, in: bytes.base, from: lf, to: last) {
+            if bytes[found - 1] == 13, bytes[found - 2] == 10, bytes[found - 3] == 13 { return found + 1 }
+            lf = found + 1
         }
         return nil
     }
@@ -174,15 +164,15 @@ struct RawRequestHead: Equatable, Sendable {
         guard let firstSpace = line.firstIndex(of: UInt8(ascii: " ")),
               let lastSpace = line.lastIndex(of: UInt8(ascii: " ")), lastSpace > firstSpace + 1 else { return nil }
         let version = line[(lastSpace + 1)...]
-        let http10 = equals(version, "HTTP/1.0")
-        guard http10 || equals(version, "HTTP/1.1") else { return nil }
+        let http10 = ByteSearch.equals(version, "HTTP/1.0")
+        guard http10 || ByteSearch.equals(version, "HTTP/1.1") else { return nil }
         let target = line[(firstSpace + 1)..<lastSpace]
         guard target.first == UInt8(ascii: "/"), target.allSatisfy({ $0 > 32 && $0 < 127 }) else { return nil }
         let method: Method
         switch line[line.startIndex..<firstSpace] {
-        case let m where equals(m, "GET"): method = .get
-        case let m where equals(m, "POST"): method = .post
-        case let m where equals(m, "DELETE"): method = .delete
+        case let m where ByteSearch.equals(m, "GET"): method = .get
+        case let m where ByteSearch.equals(m, "POST"): method = .post
+        case let m where ByteSearch.equals(m, "DELETE"): method = .delete
         case let m where m.allSatisfy(isTokenByte): method = .other
         default: return nil
         }
@@ -199,21 +189,6 @@ struct RawRequestHead: Equatable, Sendable {
         default:
             return false
         }
-    }
-
-    /// Whether the bytes are exactly `text` (compared with `memcmp`, not element by element
-    /// through `String.UTF8View`).
-    static func equals(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ text: StaticString) -> Bool {
-        guard bytes.count == text.utf8CodeUnitCount else { return false }
-        guard let start = bytes.base.baseAddress else { return true }
-        return memcmp(start + bytes.startIndex, text.utf8Start, bytes.count) == 0
-    }
-
-    /// Whether the bytes begin with `text`.
-    static func hasPrefix(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
-        guard bytes.count >= text.utf8CodeUnitCount else { return false }
-        guard let start = bytes.baseAddress else { return true }
-        return memcmp(start, text.utf8Start, text.utf8CodeUnitCount) == 0
     }
 
     private static func equalsLowercase(_ bytes: Bytes, _ name: StaticString) -> Bool {
@@ -236,7 +211,7 @@ struct RawRequestHead: Equatable, Sendable {
 
         mutating func next() -> Bytes? {
             guard !rest.isEmpty else { return nil }
-            guard let cr = rest.firstIndex(of: 13) else {
+            guard let cr = ByteSearch.index(of: 13, in: rest.base, from: rest.startIndex, to: rest.endIndex) else {
                 defer { rest = rest[rest.endIndex...] }
                 return rest
             }

@@ -201,10 +201,11 @@ public final class PollService: Sendable {
     /// The answer sequence number in a cursor `<node>.<seq>` made by `node`; nil for another
     /// node's cursor or anything malformed. Read on the raw bytes (every poll sends one).
     static func sequence(of cursor: String, node: String) -> UInt64? {
-        var cursor = cursor
+        var cursor = cursor, node = node
         return cursor.withUTF8 { b -> UInt64? in
+            // Both sides' bytes (`String.UTF8View`'s element by element showed in poll profiles).
             guard let dot = b.lastIndex(of: UInt8(ascii: ".")), dot + 1 < b.count,
-                  node.utf8.elementsEqual(UnsafeBufferPointer(rebasing: b[..<dot])) else { return nil }
+                  node.withUTF8({ $0.elementsEqual(UnsafeBufferPointer(rebasing: b[..<dot])) }) else { return nil }
             var seq: UInt64 = 0
             for byte in b[(dot + 1)...] {
                 guard byte >= 48, byte <= 57 else { return nil }
@@ -262,34 +263,33 @@ public final class PollService: Sendable {
         return PollAnswer(messages: items, cursor: "\(nodeID).\(seq)", more: more)
     }
 
-    /// How ``pollOnLoop(session:user:policy:wait:max:ack:loop:alive:answer:)`` took a poll.
+    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:)`` took a poll.
     public enum LoopPoll: Sendable {
         /// Not a session open here with its inbox consuming and the poll's policy: take
         /// ``poll(session:user:policy:wait:max:ack:)``.
         case elsewhere
-        /// Answered already (`answer` was called).
+        /// Answered already (the sink was answered).
         case answered
-        /// Parked on `output` as `id`; `answer` is called when a delivery, the deadline, a poll
+        /// Parked on `output` as `id`; the sink is answered when a delivery, the deadline, a poll
         /// taking its place or a drain ends it (``PollOutput/wake(parked:)`` ends it early).
         case parked(PollOutput, UInt64)
     }
 
     /// A poll of a session already open on this node, taken without suspending: the same
     /// session, buffer, leases and cursors as ``poll(session:user:policy:wait:max:ack:)``, for a
-    /// frontend that answers on its event loop. `answer` is called exactly once, from any
-    /// thread; when `alive()` is false by then, nothing is taken (the connection went) and
-    /// `answer` gets no items.
+    /// frontend that answers on its event loop. `sink` is answered exactly once, from any
+    /// thread; when it is not ``PollAnswerSink/isAlive`` by then, nothing is taken (the
+    /// connection went) and the answer has no items.
     public func pollOnLoop(session token: String, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
-                           loop: any EventLoop, alive: @escaping @Sendable () -> Bool,
-                           answer: @escaping @Sendable (PollAnswer) -> Void) -> LoopPoll {
+                           to sink: any PollAnswerSink) -> LoopPoll {
         guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user, session.policy == policy,
               !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
         if let cursor { ack(cursor, on: session, token: token, polling: true) }
         let finish: @Sendable () -> Void = { [self] in
             let now = WallClock.milliseconds()
-            let taken = take(from: session, max: max, now: now, none: !alive())
+            let taken = take(from: session, max: max, now: now, none: !sink.isAlive)
             session.pollEnded(now: now)
-            answer(taken)
+            sink.answer(taken)
         }
         let wait = min(wait, settings.maxWait)
         if wait > 0 {
@@ -303,7 +303,7 @@ public final class PollService: Sendable {
     }
 
     /// Opens the session on this node if it is not open here yet (its first poll here) and
-    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:loop:alive:answer:)``
+    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:)``
     /// can take the next poll.
     public func prepare(session token: String, user: String, policy: AccessPolicy) async throws(ProtocolError) {
         try await resumeInbox(of: session(for: token, user: user, policy: policy))
