@@ -7,42 +7,55 @@ import WarrenCore
 enum PollAnswerBody {
     static func make(_ answer: PollAnswer) -> ByteBuffer {
         var body = ByteBuffer()
-        let cursorJSON = json(answer.cursor)
-        body.reserveCapacity(length(answer, cursorJSON: cursorJSON))
-        write(answer, cursorJSON: cursorJSON, to: &body)
+        let escaped = escapedCursor(answer)
+        body.reserveCapacity(length(answer, escapedCursor: escaped))
+        write(answer, escapedCursor: escaped, to: &body)
         return body
     }
 
     /// The whole HTTP/1.1 response, head and body in one buffer (the poll path's one write).
     static func response(_ answer: PollAnswer) -> ByteBuffer {
-        let cursorJSON = json(answer.cursor)
-        let length = length(answer, cursorJSON: cursorJSON)
+        let escaped = escapedCursor(answer)
+        let length = length(answer, escapedCursor: escaped)
         var out = PollConnectionHandler.responseHead(status: 200, length: length, close: false, reserving: length)
-        write(answer, cursorJSON: cursorJSON, to: &out)
+        write(answer, escapedCursor: escaped, to: &out)
         return out
     }
 
-    private static func json(_ cursor: String) -> [UInt8] {
+    /// The cursor's JSON string when its node needs escaping; nil, as for every node id (a
+    /// word), when it is written as it is: `"<node>.<sequence>"`.
+    private static func escapedCursor(_ answer: PollAnswer) -> [UInt8]? {
+        guard answer.node.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 >= 0x7F })
+        else { return nil }
         var w = JSONWriter()
-        w.string(cursor)
+        w.string(answer.cursor)
         return w.bytes
     }
 
-    private static func length(_ answer: PollAnswer, cursorJSON: [UInt8]) -> Int {
+    private static func length(_ answer: PollAnswer, escapedCursor: [UInt8]?) -> Int {
         // {"messages":[ … ],"cursor": … ,"more":true}
-        var n = 13 + 11 + cursorJSON.count + (answer.more ? 12 : 0) + 1
+        let cursor = escapedCursor?.count ?? answer.node.utf8.count + 3 + PollConnectionHandler.decimalDigits(answer.sequence)
+        var n = 13 + 11 + cursor + (answer.more ? 12 : 0) + 1
         for (k, item) in answer.messages.enumerated() { n += (k == 0 ? 1 : 2) + item.answerTailLength }
         return n
     }
 
-    private static func write(_ answer: PollAnswer, cursorJSON: [UInt8], to body: inout ByteBuffer) {
+    private static func write(_ answer: PollAnswer, escapedCursor: [UInt8]?, to body: inout ByteBuffer) {
         body.writeStaticString("{\"messages\":[")
         for (k, item) in answer.messages.enumerated() {
             body.writeStaticString(k == 0 ? "{" : ",{")
             item.writeAnswerTail(to: &body)
         }
         body.writeStaticString("],\"cursor\":")
-        body.writeBytes(cursorJSON)
+        if let escapedCursor {
+            body.writeBytes(escapedCursor)
+        } else {
+            body.writeStaticString("\"")
+            body.writeString(answer.node)
+            body.writeStaticString(".")
+            PollConnectionHandler.writeDecimal(answer.sequence, to: &body)
+            body.writeStaticString("\"")
+        }
         if answer.more { body.writeStaticString(",\"more\":true") }
         body.writeStaticString("}")
     }

@@ -496,8 +496,12 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     /// Writes a non-negative integer's decimal digits (as ``JSONWriter/int(_:)`` does, into the buffer).
     static func writeDecimal(_ value: Int, to buffer: inout ByteBuffer) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: Int's 19 digits fit
-        var n = UInt(max(0, value))
+        writeDecimal(UInt64(max(0, value)), to: &buffer)
+    }
+
+    static func writeDecimal(_ value: UInt64, to buffer: inout ByteBuffer) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64's 20 digits fit
+        var n = value
         withUnsafeMutableBytes(of: &digits) { d in
             var i = d.count
             repeat {
@@ -507,6 +511,16 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             } while n > 0
             buffer.writeBytes(UnsafeRawBufferPointer(rebasing: d[i...]))
         }
+    }
+
+    /// How many decimal digits ``writeDecimal(_:to:)-(UInt64,_)`` writes for `value`.
+    static func decimalDigits(_ value: UInt64) -> Int {
+        var n = value, count = 1
+        while n >= 10 {
+            n /= 10
+            count += 1
+        }
+        return count
     }
 
     /// `response` with `connection: close` added to its head.

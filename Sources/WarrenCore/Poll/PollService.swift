@@ -260,7 +260,7 @@ public final class PollService: Sendable {
             let items = none ? [] : b.take(max: max, maxBytes: PollSettings.maxAnswerBytes)
             return (items, b.lease(items, now: now, duration: leaseMilliseconds), !b.isEmpty)
         }
-        return PollAnswer(messages: items, cursor: "\(nodeID).\(seq)", more: more)
+        return PollAnswer(messages: items, node: nodeID, sequence: seq, more: more)
     }
 
     /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:)`` took a poll.
