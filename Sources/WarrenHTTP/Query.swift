@@ -15,10 +15,10 @@ struct Query {
         }
 
         var count: Int { pairs.count }
+        var isEmpty: Bool { pairs.isEmpty }
 
         /// Room for `n` items, so the usual few take one allocation.
         mutating func reserve(_ n: Int) { pairs.reserveCapacity(n) }
-        var isEmpty: Bool { pairs.isEmpty }
 
         /// Names kept per query: Warren reads fewer than ten; past this many the rest are
         /// ignored, so a hostile target of thousands of distinct names costs no quadratic scan.

@@ -35,7 +35,7 @@ struct DrainTests {
         #expect(await warren.process.waitForLog("long-poll waiting", times: 20))
 
         let started = ContinuousClock.now
-        kill(warren.process.process.processIdentifier, SIGTERM)
+        warren.process.process.signal(SIGTERM)
         for s in sockets {
             #expect(await s.closeCode() == 1001, "\(s.name)")
         }

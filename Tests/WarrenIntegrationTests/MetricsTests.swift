@@ -1,6 +1,7 @@
 import AMQPClient
 import Foundation
 import NIOCore
+import TestSupport
 import Testing
 import WarrenCore
 
@@ -105,19 +106,16 @@ struct MetricsTests {
 
 /// Parses the exposition with Python's prometheus_client (installed by scripts/test.sh).
 func parseWithPython(_ text: String) throws -> Bool {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", """
+    let child = try ChildProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", """
         import sys
         from prometheus_client.parser import text_string_to_metric_families
         families = list(text_string_to_metric_families(sys.stdin.read()))
         assert any(f.name == "warren_messages" for f in families), [f.name for f in families]
-        """]
-    let input = Pipe()
-    process.standardInput = input
-    try process.run()
-    input.fileHandleForWriting.write(Data(text.utf8))
-    try input.fileHandleForWriting.close()
-    process.waitUntilExit()
-    return process.terminationStatus == 0
+        """], input: true)
+    child.input?.write(Data(text.utf8))
+    try child.input?.close()
+    let said = child.output?.readDataToEndOfFile() ?? Data()
+    child.waitUntilExit()
+    if child.terminationStatus != 0 { print("prometheus_client could not parse the exposition: \(String(decoding: said, as: UTF8.self))") }
+    return child.terminationStatus == 0
 }

@@ -49,7 +49,7 @@ struct MultiNodeTests {
             sentIDs.insert(r["id"]!.stringValue!)
         }
         for _ in 0..<20 { _ = try await daveOnA.next(op: "msg") }   // delivered, never acked
-        kill(nodeA.process.process.processIdentifier, SIGKILL)
+        nodeA.process.process.signal(SIGKILL)
         _ = await nodeA.process.waitForExit()
 
         let daveOnB = try await nodeB.socket(dave, device: "tablet")

@@ -153,7 +153,7 @@ struct OperationsTests {
         let alice = uniqueUser("hup")
         let socket = try await warren.socket(alice)
         try await socket.subscribe("r", "room.hup")
-        kill(warren.process.process.processIdentifier, SIGHUP)
+        warren.process.process.signal(SIGHUP)
         #expect(await warren.process.waitForLog("SIGHUP ignored"), "\(warren.process.log)")
         _ = try await socket.request(#"{"op":"pub","route":"room.hup","body":"still here","cid":"h1"}"#, expect: "puback")
         #expect(try await socket.next(op: "msg")["env"]?["body"]?.stringValue == "still here")

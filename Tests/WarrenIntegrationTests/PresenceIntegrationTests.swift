@@ -151,7 +151,7 @@ struct PresenceIntegrationTests {
         let daveJoined = try await bob.next(op: "msg")
         #expect(Self.changes([daveJoined["env"] ?? .null]) == ["\(dave) join"])
         #expect(try await Self.awaitUsers(b, route: room, [dave], asking: bobName))
-        kill(c.process.process.processIdentifier, SIGKILL)
+        c.process.process.signal(SIGKILL)
         _ = await c.process.waitForExit()
         let daveLeft = try await bob.next(op: "msg", timeout: .seconds(30))
         #expect(Self.changes([daveLeft["env"] ?? .null]) == ["\(dave) leave"])

@@ -46,7 +46,7 @@ actor SoakCluster {
     /// SIGKILLs node `i` and starts a replacement (new port, new node id, same exchange).
     func killAndReplace(_ i: Int) async throws {
         soakProgress("SIGKILL pid \(nodes[i].process.process.processIdentifier)")
-        kill(nodes[i].process.process.processIdentifier, SIGKILL)
+        nodes[i].process.process.signal(SIGKILL)
         _ = await nodes[i].process.waitForExit()
         proxies[i].setDown(true)
         await proxies[i].stop()

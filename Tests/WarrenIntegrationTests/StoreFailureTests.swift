@@ -90,7 +90,7 @@ struct StoreFailureTests {
         let socket = try await survivor.socket(uniqueUser("alice"))
         let ids = try await Self.publish(10_000, route: route, over: socket) {
             // Both nodes are writing now; one dies without a word (its unacked deliveries go back).
-            kill(victim.process.process.processIdentifier, SIGKILL)
+            victim.process.process.signal(SIGKILL)
             _ = await victim.process.waitForExit()
         }
         victim = try await WarrenInstance.start(env, exchange: survivor.exchange)

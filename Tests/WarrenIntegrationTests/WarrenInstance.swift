@@ -61,7 +61,7 @@ struct WarrenInstance {
     /// Stops the process (SIGTERM) and returns its exit status.
     @discardableResult
     func stop() async -> Int32? {
-        kill(process.process.processIdentifier, SIGTERM)
+        process.process.signal(SIGTERM)
         return await process.waitForExit()
     }
 }

@@ -33,7 +33,7 @@ struct WarrenLifecycleTests {
         let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/readyz")!)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
 
-        kill(warren.process.processIdentifier, SIGTERM)
+        warren.process.signal(SIGTERM)
         let status = await warren.waitForExit()
         #expect(status == 0, "log:\n\(warren.log)")
         print("warren log:\n\(warren.log)")
@@ -53,7 +53,7 @@ struct WarrenLifecycleTests {
         let retried = await warren.waitForLog("cannot reach the broker; retrying", times: 3)
         #expect(retried, "log so far:\n\(warren.log)")
         #expect(warren.process.isRunning)
-        kill(warren.process.processIdentifier, SIGTERM)
+        warren.process.signal(SIGTERM)
         let status = await warren.waitForExit()
         #expect(status == 0, "log:\n\(warren.log)")
         #expect(!warren.log.contains("Fatal error"))

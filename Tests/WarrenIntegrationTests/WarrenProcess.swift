@@ -18,32 +18,19 @@ final class WarrenProcess: @unchecked Sendable, Hashable {
         return packageRoot.appendingPathComponent(".build/debug/warren")
     }
 
-    let process = Process()
+    let process: ChildProcess
     private let output = NIOLockedValueBox<(text: String, waiters: [(String, Int, CheckedContinuation<Void, Never>)])>(("", []))
     /// Whether the output pipe reached its end (the process and its copies of the pipe are gone).
     private let outputEnded = NIOLockedValueBox(false)
 
     /// The process's standard input, when it was started with `input: true`.
-    private let input: FileHandle?
+    private var input: FileHandle? { process.input }
 
     init(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil, input: Bool = false) throws {
-        if input {
-            let pipe = Pipe()
-            process.standardInput = pipe
-            self.input = pipe.fileHandleForWriting
-        } else {
-            self.input = nil
-        }
-        process.executableURL = executable ?? Self.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = Self.packageRoot
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        process.environment = env
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [output, outputEnded] handle in
+        process = try ChildProcess(executable ?? Self.binary, arguments, environment: env, directory: Self.packageRoot, input: input)
+        process.output?.readabilityHandler = { [output, outputEnded] handle in
             let data = handle.availableData
             guard !data.isEmpty else {
                 outputEnded.withLockedValue { $0 = true }
@@ -59,20 +46,16 @@ final class WarrenProcess: @unchecked Sendable, Hashable {
             }
             ready.forEach { $0.resume() }
         }
-        try process.run()
         _ = Self.running.withLockedValue { $0.insert(self) }
     }
 
     /// Every `warren` this test run started and has not seen exit: killed when the run exits
     /// (a test that failed or threw before its `defer` ran would otherwise leave one serving,
     /// holding its port and broker queues, for the rest of the run and after it).
-    /// Only one Foundation still sees running is killed: never a number the system gave to
-    /// another process since.
+    /// Only one not reaped yet is killed: never a number the system gave to another process since.
     private static let running: NIOLockedValueBox<Set<WarrenProcess>> = {
         atexit {
-            for started in WarrenProcess.running.withLockedValue({ $0 }) where started.process.isRunning {
-                kill(started.process.processIdentifier, SIGKILL)
-            }
+            for started in WarrenProcess.running.withLockedValue({ $0 }) { started.process.signal(SIGKILL) }
         }
         return NIOLockedValueBox([])
     }()
@@ -122,7 +105,7 @@ final class WarrenProcess: @unchecked Sendable, Hashable {
         }
     }
 
-    func terminate() { if process.isRunning { process.terminate() } }
+    func terminate() { process.terminate() }
 
     /// Waits for exit without blocking a thread of the cooperative pool for long; nil on timeout.
     func waitForExit(timeout: Duration = .seconds(20)) async -> Int32? {
