@@ -847,7 +847,9 @@ public actor WarrenClient {
     /// inbox ones go back to their queue when it is deleted, and come again in the new session
     /// or on the socket) — acking its cursor with it, then deletes it. Its long-poll in flight
     /// was answered by the first delivery after it parked, or is answered by the delete (with
-    /// nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first.
+    /// nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first
+    /// — unless the drain's first poll reached Warren before it did; the answers are handed on
+    /// in the order Warren made them (``Wire/PollAnswer/inOrderMade(_:)``).
     /// `releasing`: then the socket's live deliveries held meanwhile are handed on.
     private func drain(_ old: LeftSession, releasing: Bool = false) async {
         let (token, user) = (self.token, configuration.user)
@@ -872,7 +874,7 @@ public actor WarrenClient {
         if let inFlight = old.inFlight, await answered(inFlight, within: .seconds(2)), let first = try? await inFlight.value {
             answers.insert(first, at: 0)
         }
-        for item in answers.flatMap(\.messages) {
+        for item in Wire.PollAnswer.inOrderMade(answers).flatMap(\.messages) {
             deliver(item.sub, item.env, redelivered: item.redelivered ?? false, epoch: epoch, onlyLive: true)
         }
         if releasing, let held = heldLive {

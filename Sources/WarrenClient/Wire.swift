@@ -74,6 +74,25 @@ enum Wire {
         /// The session held more than this answer carries (Warren since 2026-11-28).
         var more: Bool?
         let cursor: String?
+
+        /// Answers of one session in the order its node made them, when their cursors say it:
+        /// Warren's cursor is `<node>.<number>`, numbered per answer on the node. A drain's first
+        /// poll can reach Warren before the long-poll still in flight does (another connection,
+        /// another event loop): the drain's answer then holds the older messages, and handing the
+        /// long-poll's on first put a later message before earlier ones (seen once in ~600 moves
+        /// a second under load). Cursors of other forms, or of several nodes: as given.
+        static func inOrderMade(_ answers: [PollAnswer]) -> [PollAnswer] {
+            var numbered: [(number: UInt64, index: Int)] = []
+            var node: Substring?
+            for (index, answer) in answers.enumerated() {
+                guard let cursor = answer.cursor, let dot = cursor.lastIndex(of: "."),
+                      let number = UInt64(cursor[cursor.index(after: dot)...]) else { return answers }
+                if let node, node != cursor[..<dot] { return answers }
+                node = cursor[..<dot]
+                numbered.append((number, index))
+            }
+            return numbered.sorted { ($0.number, $0.index) < ($1.number, $1.index) }.map { answers[$0.index] }
+        }
     }
 
     struct Cursor: Encodable {

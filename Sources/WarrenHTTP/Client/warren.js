@@ -640,19 +640,43 @@ export class WarrenClient {
    * ones go back to their queue when it is deleted, and come again in the new session or on the
    * socket) — acking `cursor` with it, then deletes it. Its long-poll in flight (`inFlight`, not
    * cancelled) was answered by the first delivery after it parked, or is answered by the delete
-   * (with nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first.
+   * (with nothing, it was parked on an empty buffer): either way it holds the oldest, handed on first
+   * — unless the drain's first poll reached Warren before it did: the answers are handed on in the
+   * order Warren made them (`inOrderMade`).
    * `releasing`: then the socket's live deliveries held meanwhile are handed on.
    */
+  /**
+   * Answers of one session in the order its node made them, when their cursors say it: Warren's
+   * cursor is `<node>.<number>`, numbered per answer on the node. A drain's first poll can reach
+   * Warren before the long-poll still in flight does (another connection, another event loop):
+   * the drain's answer then holds the older messages. Cursors of other forms, or of several
+   * nodes: as given.
+   */
+  static inOrderMade(answers) {
+    const numbered = [];
+    let node = null;
+    for (const [index, answer] of answers.entries()) {
+      const cursor = typeof answer.cursor === "string" ? answer.cursor : "";
+      const dot = cursor.lastIndexOf(".");
+      const digits = cursor.slice(dot + 1);
+      if (dot < 0 || !/^[0-9]{1,20}$/.test(digits) || (node !== null && node !== cursor.slice(0, dot))) return answers;
+      node = cursor.slice(0, dot);
+      numbered.push({ number: BigInt(digits), index });
+    }
+    numbered.sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : a.index - b.index));
+    return numbered.map(({ index }) => answers[index]);
+  }
+
   async drainSession({ path, cursor, inFlight }, { releasing = false } = {}) {
     // An answer stops at `poll.max_batch` messages or 1 MiB (and carries the session's inbox
     // deliveries too): polled again while Warren says the session held more (200 times at most);
     // the cursor is acked with the first only (no inbox delivery is handed on).
-    const messages = [];
+    const answers = [];
     for (let round = 0; round < 200; round++) {
       const q = new URLSearchParams({ wait: "0", max: "1000" });
       if (cursor && round === 0) q.set("ack", cursor);
       const answer = await this.request("GET", path + "?" + q).catch(() => null);   // gone already: nothing to take
-      messages.push(...(answer?.messages || []));
+      if (answer) answers.push(answer);
       if (!answer?.more) break;
     }
     // Not reached: sent again in the background, as when a session is dropped.
@@ -662,7 +686,7 @@ export class WarrenClient {
     const giveUp = inFlight && setTimeout(() => inFlight.abort.abort(), 2000);
     const first = inFlight ? await inFlight.answer.catch(() => null) : null;
     clearTimeout(giveUp);
-    const handed = [...(first?.messages || []), ...messages].map((m) => {
+    const handed = WarrenClient.inOrderMade(first ? [first, ...answers] : answers).flatMap((a) => a.messages || []).map((m) => {
       const sub = this.subs.get(m.sub) || [...this.subs.values()].find((s) => s.pattern === m.sub);
       return sub && sub.mode === "live" ? this.deliver(sub, m.env, !!m.redelivered, () => {}) : null;
     });

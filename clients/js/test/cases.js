@@ -70,6 +70,26 @@ function stateIs(client, state, ms = 15000) {
 
 export const cases = [
   {
+    name: "a drained session's answers are handed on in the order Warren made them",
+    async run(env) {
+      const c = await env.connect({ user: env.unique("ord"), wait: false });
+      try {
+        const order = c.constructor.inOrderMade;
+        check(typeof order === "function", "WarrenClient.inOrderMade exists");
+        const a = (cursor, ...bodies) => ({ cursor, messages: bodies.map((body) => ({ sub: "s", env: { body } })) });
+        const bodies = (answers) => answers.flatMap((x) => x.messages).map((m) => m.env.body).join(",");
+        // The long-poll in flight reached Warren after the drain's first poll (number 12 after 11).
+        check(bodies(order([a("node-a.12", "m30"), a("node-a.11", "m28", "m29"), a("node-a.13", "m31")])) === "m28,m29,m30,m31",
+              "the long-poll's later answer after the drain's");
+        check(bodies(order([a("n.9", "a"), a("n.10", "b"), a("n.100", "c")])) === "a,b,c", "numbers compared as numbers");
+        check(bodies(order([a("b.2", "x"), a("a.1", "y")])) === "x,y", "two nodes: as given");
+        check(bodies(order([a("zz", "x"), a("a.1", "y")])) === "x,y", "a cursor not of Warren's form: as given");
+      } finally {
+        c.close();
+      }
+    },
+  },
+  {
     name: "live and inbox publish/subscribe, both ways",
     async run(env) {
       const alice = env.unique("alice"), bob = env.unique("bob");
