@@ -67,6 +67,3 @@ struct HTTPRequester: Sendable {
         throw WarrenError(status >= 500 ? "unavailable" : "bad_response", "HTTP \(status)", status: status)
     }
 }
-
-/// An answer with nothing to read (204).
-struct NoAnswer: Decodable {}

@@ -1,0 +1,2 @@
+/// An answer with nothing to read (204).
+struct NoAnswer: Decodable {}
