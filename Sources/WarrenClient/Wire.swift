@@ -79,8 +79,9 @@ enum Wire {
         /// Warren's cursor is `<node>.<number>`, numbered per answer on the node. A drain's first
         /// poll can reach Warren before the long-poll still in flight does (another connection,
         /// another event loop): the drain's answer then holds the older messages, and handing the
-        /// long-poll's on first put a later message before earlier ones (seen once in ~600 moves
-        /// a second under load). Cursors of other forms, or of several nodes: as given.
+        /// long-poll's on first put a later message before earlier ones (seen once, in a parallel
+        /// local run of the move test, a room at ~600 messages a second). Cursors of other forms,
+        /// or of several nodes: as given.
         static func inOrderMade(_ answers: [PollAnswer]) -> [PollAnswer] {
             var numbered: [(number: UInt64, index: Int)] = []
             var node: Substring?
