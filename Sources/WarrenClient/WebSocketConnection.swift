@@ -52,14 +52,14 @@ final class WebSocketConnection: Sendable {
                         channel.eventLoop.makeCompletedFuture {
                             let sync = channel.pipeline.syncOperations
                             // The request writer speaks HTTP: it leaves with the HTTP handlers.
-                            sync.removeHandler(try sync.handler(type: UpgradeRequestHandler.self), promise: nil)
+                            sync.removeHandler(try sync.handler(type: WebSocketUpgradeRequestHandler.self), promise: nil)
                             try sync.addHandler(IdleStateHandler(readTimeout: heartbeat))
-                            try sync.addHandler(FrameHandler(continuation, answerWithin: timeout))
+                            try sync.addHandler(WebSocketFrameHandler(continuation, answerWithin: timeout))
                             upgraded.succeed(())
                         }
                     }
                     try sync.addHTTPClientHandlers(withClientUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
-                    try sync.addHandler(UpgradeRequestHandler(host: host, port: port, target: target, refused: upgraded))
+                    try sync.addHandler(WebSocketUpgradeRequestHandler(host: host, port: port, target: target, refused: upgraded))
                 }
             }
         let channel: any Channel
@@ -105,129 +105,5 @@ final class WebSocketConnection: Sendable {
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)).whenComplete { _ in
             channel.close(promise: nil)
         }
-    }
-}
-
-/// Writes the upgrade request; an answer that is not an upgrade fails `refused` with its status.
-private final class UpgradeRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
-
-    let host: String
-    let port: Int
-    let target: String
-    let refused: EventLoopPromise<Void>
-
-    init(host: String, port: Int, target: String, refused: EventLoopPromise<Void>) {
-        self.host = host
-        self.port = port
-        self.target = target
-        self.refused = refused
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        var headers = HTTPHeaders()
-        headers.add(name: "Host", value: "\(host):\(port)")
-        headers.add(name: "Content-Length", value: "0")
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(let response) = unwrapInboundIn(data) {
-            refused.fail(WarrenError(Self.code(response.status.code), "the WebSocket upgrade was refused: \(response.status.code)",
-                                     status: Int(response.status.code)))
-            context.close(promise: nil)
-        }
-    }
-
-    static func code(_ status: UInt) -> String {
-        switch status {
-        case 401: "unauthorized"
-        case 400: "bad_frame"
-        case 403: "forbidden"
-        case 429: "rate_limited"
-        default: "unavailable"
-        }
-    }
-}
-
-/// Text frames to the event stream; pings answered; a close frame's code kept for the end. A
-/// connection the `IdleStateHandler` before it finds silent is pinged, and closed when nothing
-/// comes within `answerWithin` after.
-private final class FrameHandler: ChannelInboundHandler {
-    typealias InboundIn = WebSocketFrame
-    typealias OutboundOut = WebSocketFrame
-
-    private let continuation: AsyncStream<WebSocketConnection.Event>.Continuation
-    private let answerWithin: TimeAmount
-    private var closeCode: UInt16?
-    private var fragments: ByteBuffer?
-    /// Closes the connection unless a frame comes first (set when the silent socket was pinged).
-    private var unanswered: Scheduled<Void>?
-
-    init(_ continuation: AsyncStream<WebSocketConnection.Event>.Continuation, answerWithin: TimeAmount) {
-        self.continuation = continuation
-        self.answerWithin = answerWithin
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if let unanswered {
-            unanswered.cancel()
-            self.unanswered = nil
-        }
-        let frame = unwrapInboundIn(data)
-        switch frame.opcode {
-        case .text:
-            if frame.fin { continuation.yield(.text(String(buffer: frame.unmaskedData))) } else { fragments = frame.unmaskedData }
-        case .continuation:
-            guard var buffer = fragments else { return }
-            var more = frame.unmaskedData
-            buffer.writeBuffer(&more)
-            if frame.fin {
-                fragments = nil
-                continuation.yield(.text(String(buffer: buffer)))
-            } else {
-                fragments = buffer
-            }
-        case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
-            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
-        case .connectionClose:
-            var data = frame.unmaskedData
-            closeCode = data.readInteger(as: UInt16.self)
-            // Answered with the same code, then the socket goes.
-            var echo = context.channel.allocator.buffer(capacity: 2)
-            echo.writeInteger(closeCode ?? 1000)
-            let reply = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: echo)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(reply)).whenComplete { _ in channel.close(promise: nil) }
-        default:
-            break
-        }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        guard let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read else {
-            return context.fireUserInboundEventTriggered(event)
-        }
-        guard unanswered == nil else { return }
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, maskKey: .random(), data: ByteBuffer())), promise: nil)
-        let channel = context.channel
-        unanswered = context.eventLoop.scheduleTask(in: answerWithin) { channel.close(promise: nil) }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        unanswered?.cancel()
-        unanswered = nil
-        continuation.yield(.closed(code: closeCode))
-        continuation.finish()
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
     }
 }

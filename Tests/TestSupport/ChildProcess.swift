@@ -112,23 +112,14 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Blocks until the child exits.
     public func waitUntilExit() {
-        var s: Int32 = 0
-        while true {
-            lock.lock()
-            let known = status != nil
-            lock.unlock()
-            if known { return }
-            // Outside the lock (`isRunning` stays answerable meanwhile).
-            let r = waitpid(processIdentifier, &s, 0)
-            if r == processIdentifier {
-                lock.lock()
-                status = s
-                lock.unlock()
-                return
-            }
-            if r == -1, errno == EINTR { continue }
-            return  // ECHILD: reaped by `isRunning` meanwhile
-        }
+        // Waits outside the lock without reaping (`WNOWAIT`), so `isRunning` stays answerable
+        // meanwhile and the child is reaped in one place, under the lock: a `signal(_:)` can
+        // never reach a number reaped between its check and its `kill`.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) == -1, errno == EINTR {}
+        lock.lock()
+        defer { lock.unlock() }
+        _ = reap()
     }
 
     /// The exit status, or the signal that ended the child (as Foundation's `Process` reports
