@@ -73,7 +73,9 @@ final class TestSocket: Sendable {
     /// The next frame with `op`; frames of other kinds stay queued for later calls.
     func next(op: String, timeout: Duration = .seconds(20)) async throws -> JSONValue {
         guard let f = await next(timeout: timeout, where: { $0["op"]?.stringValue == op }) else {
-            throw SocketError(description: "\(name): no '\(op)' frame within \(timeout)")
+            // What came instead (an `error` frame, say) says why.
+            let passed = stash.withLockedValue { $0.suffix(5).map { "\($0)" }.joined(separator: "; ") }
+            throw SocketError(description: "\(name): no '\(op)' frame within \(timeout)" + (passed.isEmpty ? "" : "; frames passed over: \(passed)"))
         }
         return f
     }
