@@ -19,7 +19,12 @@ public final class ExchangeWatch: Sendable {
     private let open: @Sendable () async throws -> any BrokerChannel
     private let logger: Logger
     private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
-    private let restore = NIOLockedValueBox<(@Sendable () async -> String)?>(nil)
+    /// What ``start(restore:)`` was given. In a struct, as ``Presence``'s handlers are: a closure
+    /// kept straight in a generic box gains a conversion wrapper at every `withLockedValue`.
+    private struct Restore {
+        let run: @Sendable () async -> String
+    }
+    private let restore = NIOLockedValueBox<Restore?>(nil)
     /// One check at a time.
     private let checking = NIOLockedValueBox(false)
 
@@ -35,7 +40,7 @@ public final class ExchangeWatch: Sendable {
     /// Checks every ``interval`` until ``stop()``; `restore` binds again what the node knows and
     /// describes what it did.
     public func start(restore: @escaping @Sendable () async -> String) {
-        self.restore.withLockedValue { $0 = restore }
+        self.restore.withLockedValue { $0 = Restore(run: restore) }
         let task = Task { [self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
@@ -56,7 +61,7 @@ public final class ExchangeWatch: Sendable {
     /// or after ``stop()``.
     public func channelClosed(_ error: AMQPError?) {
         guard case .channelClosed(let close) = error, close.replyCode == 404,
-              let restore = restore.withLockedValue({ $0 }) else { return }
+              let restore = restore.withLockedValue({ $0 })?.run else { return }
         Task { await check(restore: restore) }
     }
 

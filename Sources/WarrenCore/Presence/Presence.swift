@@ -40,11 +40,17 @@ public final class Presence: AMQPDeliverySink, Sendable {
     private let outbox = NIOLockedValueBox(PresenceOutbox())
     private let ticker = NIOLockedValueBox<Task<Void, Never>?>(nil)
     private let badMessages = NIOLockedValueBox(0)
-    /// Told the id of a poll session another node deleted (``onSessionDeletedElsewhere(_:)``).
-    private let sessionDeletedElsewhere = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
-    /// Told a session string and a cursor of this node's that a poll on another node acked
-    /// (``onAckForwarded(_:)``).
-    private let ackForwarded = NIOLockedValueBox<(@Sendable (String, String, Int64?) -> Void)?>(nil)
+    /// Where other nodes' news of poll sessions goes: `sessionDeleted` is told the id of a poll
+    /// session another node deleted (``onSessionDeletedElsewhere(_:)``), `ackForwarded` a session
+    /// string and a cursor of this node's that a poll on another node acked (``onAckForwarded(_:)``).
+    /// A struct in the box, not the closures themselves: a closure kept straight in a generic box
+    /// gains a conversion wrapper at every `withLockedValue`, and each call goes through all of
+    /// them (`HandlerIndirectionTests`).
+    private struct PeerHandlers {
+        var sessionDeleted: (@Sendable (String) -> Void)?
+        var ackForwarded: (@Sendable (String, String, Int64?) -> Void)?
+    }
+    private let handlers = NIOLockedValueBox(PeerHandlers())
     /// Whether another node is known (its state heard, not yet expired or gone): only then are
     /// sends with a cid told (``sending(from:cid:routes:ids:)``, ``sent(from:cid:ids:)``).
     private let othersKnown = ManagedAtomic(false)
@@ -150,7 +156,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
 
     /// `handler` is called with the id of each poll session another node deleted.
     public func onSessionDeletedElsewhere(_ handler: @escaping @Sendable (String) -> Void) {
-        sessionDeletedElsewhere.withLockedValue { $0 = handler }
+        handlers.withLockedValue { $0.sessionDeleted = handler }
     }
 
     /// Hands an ack of `cursor` to `owner`, the node that made the cursor (straight to its queue
@@ -188,7 +194,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
     /// `handler` is called with the session string, the cursor and, for a poll's, the poll's
     /// arrival time of each ack another node forwarded here.
     public func onAckForwarded(_ handler: @escaping @Sendable (String, String, Int64?) -> Void) {
-        ackForwarded.withLockedValue { $0 = handler }
+        handlers.withLockedValue { $0.ackForwarded = handler }
     }
 
     /// The queue a node hears presence on (and forwarded acks).
@@ -303,10 +309,10 @@ public final class Presence: AMQPDeliverySink, Sendable {
         }
         switch announcement {
         case .sessionDeleted(let other, let id):
-            if other != node { sessionDeletedElsewhere.withLockedValue { $0 }?(id) }
+            if other != node { handlers.withLockedValue { $0.sessionDeleted }?(id) }
             return
         case .ackForwarded(_, let token, let cursor, let polledAt):
-            ackForwarded.withLockedValue { $0 }?(token, cursor, polledAt)
+            handlers.withLockedValue { $0.ackForwarded }?(token, cursor, polledAt)
             return
         case .sent(let other, let from, let cid, let ids):
             if other != node { publisher.rememberElsewhere(from: from, cid: cid, ids: ids) }
