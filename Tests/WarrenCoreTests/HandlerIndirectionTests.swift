@@ -18,6 +18,13 @@ import Testing
 /// from its caller, shows them.
 @Suite("Handlers kept in a lock are called directly however often the lock is taken")
 struct HandlerIndirectionTests {
+    /// The address of a local variable of the caller's callee: where the stack is now.
+    @inline(never)
+    static func stackAddress() -> UInt {
+        var marker = 0
+        return withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) }
+    }
+
     /// How far below `outer` the stack was where the handler ran.
     static func depth(from outer: UInt, to inner: NIOLockedValueBox<UInt>) -> Int {
         Int(bitPattern: outer &- inner.withLockedValue { $0 })
@@ -27,13 +34,13 @@ struct HandlerIndirectionTests {
         let publisher = Publisher(channel: FakeChannel("publish"), exchange: "chat", metrics: .disabled, logger: Logger(label: "test"))
         let inner = NIOLockedValueBox<UInt>(0)
         publisher.onSends(attempting: { _, _, _, _ in
-            inner.withLockedValue { $0 = stackAddress() }
+            inner.withLockedValue { $0 = Self.stackAddress() }
             return nil
         }, confirmed: { _, _, _ in })
         func send(_ cid: String) throws -> Int {
             let request = PublishRequest(routes: [try RouteKey("alice.bob")], multicast: false, type: "text", body: .string("hi"),
                                          cid: cid, transient: false, headers: [])
-            let outer = stackAddress()
+            let outer = Self.stackAddress()
             _ = try publisher.submit(request, from: "alice", via: .ws, maxMessageBytes: 65536)
             return Self.depth(from: outer, to: inner)
         }
@@ -50,13 +57,13 @@ struct HandlerIndirectionTests {
         let presence = Presence(node: "n1", settings: PresenceSettings(), exchange: "chat.presence", channel: FakeChannel("presence"),
                                 publisher: publisher, metrics: .disabled, logger: logger)
         let deleted = NIOLockedValueBox<UInt>(0), acked = NIOLockedValueBox<UInt>(0)
-        presence.onSessionDeletedElsewhere { _ in deleted.withLockedValue { $0 = stackAddress() } }
-        presence.onAckForwarded { _, _, _ in acked.withLockedValue { $0 = stackAddress() } }
+        presence.onSessionDeletedElsewhere { _ in deleted.withLockedValue { $0 = Self.stackAddress() } }
+        presence.onAckForwarded { _, _, _ in acked.withLockedValue { $0 = Self.stackAddress() } }
         func hear(_ announcement: PresenceAnnouncement, _ inner: NIOLockedValueBox<UInt>) -> Int {
             let message = AMQPMessage(body: ByteBuffer(bytes: announcement.encoded()), properties: BasicProperties(contentType: "application/json"),
                                       exchange: "chat.presence", routingKey: "", redelivered: false,
                                       deliveryTag: DeliveryTag(epoch: 1, value: 1), consumerTag: "p")
-            let outer = stackAddress()
+            let outer = Self.stackAddress()
             presence.deliver(message)
             return Self.depth(from: outer, to: inner)
         }
@@ -72,11 +79,4 @@ struct HandlerIndirectionTests {
         #expect(last.0 - first.0 < 4096, "the deletion handler ran \(last.0 - first.0) bytes deeper after 2,000 messages")
         #expect(last.1 - first.1 < 4096, "the forwarded-ack handler ran \(last.1 - first.1) bytes deeper after 2,000 messages")
     }
-}
-
-/// The address of a local variable of the caller's callee: where the stack is now.
-@inline(never)
-func stackAddress() -> UInt {
-    var marker = 0
-    return withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) }
 }
