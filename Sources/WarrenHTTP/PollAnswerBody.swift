@@ -36,15 +36,16 @@ enum PollAnswerBody {
         // {"messages":[ … ],"cursor": … ,"more":true}
         let cursor = escapedCursor?.count ?? answer.node.utf8.count + 3 + PollConnectionHandler.decimalDigits(answer.sequence)
         var n = 13 + 11 + cursor + (answer.more ? 12 : 0) + 1
-        for (k, item) in answer.messages.enumerated() { n += (k == 0 ? 1 : 2) + item.answerTailLength }
+        // By index: an item bound by `for` is a copy (a retain and a release of its frame's storage).
+        for k in answer.messages.indices { n += (k == 0 ? 1 : 2) + answer.messages[k].answerTailLength }
         return n
     }
 
     private static func write(_ answer: PollAnswer, escapedCursor: [UInt8]?, to body: inout ByteBuffer) {
         body.writeStaticString("{\"messages\":[")
-        for (k, item) in answer.messages.enumerated() {
+        for k in answer.messages.indices {
             body.writeStaticString(k == 0 ? "{" : ",{")
-            item.writeAnswerTail(to: &body)
+            answer.messages[k].writeAnswerTail(to: &body)
         }
         body.writeStaticString("],\"cursor\":")
         if let escapedCursor {

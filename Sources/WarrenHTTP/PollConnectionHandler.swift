@@ -34,7 +34,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     typealias OutboundOut = ByteBuffer
 
     private enum Taken {
-        case poll(session: String)
+        /// The session string's bytes in the request target (sliced from it, not copied).
+        case poll(session: Range<Int>)
         case create
         case publish
         case webSocket
@@ -112,6 +113,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func channelInactive(context: ChannelHandlerContext) {
         // A parked poll whose client went: answered now with nothing taken.
+        sink?.gone()
         if let (output, id) = parked { output.wake(parked: id) }
         idleTimer?.cancel()
         idleTimer = nil
@@ -174,7 +176,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             current = (head, bytes)
             lastActive = .now()
             switch taken {
-            case .poll(let session): serve(context, head, session: session, prepared: false)
+            case .poll(let bytes):
+                let utf8 = head.target.utf8
+                let session = Substring(utf8[utf8.index(utf8.startIndex, offsetBy: bytes.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: bytes.upperBound)])
+                serve(context, head, session: session, prepared: false)
             case .create:
                 current!.bytes = ByteBuffer()
                 create(context, head, body: ByteBuffer(bytes: bytes.readableBytesView.dropFirst(head.length)))
@@ -224,7 +229,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             guard head.method == .get, head.contentLength == 0, rest.first == UInt8(ascii: "/") else { return nil }
             let session = rest.dropFirst()
             guard !session.isEmpty, ByteSearch.index(of: UInt8(ascii: "/"), in: path, from: session.startIndex, to: end) == nil else { return nil }
-            return .poll(session: String(decoding: UnsafeBufferPointer(rebasing: session), as: UTF8.self))
+            return .poll(session: session.startIndex..<session.endIndex)
         }
     }
 
@@ -255,7 +260,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     /// A poll: answered (or parked) here when the session is open on this node and the token
     /// known; otherwise readied in a task first (`prepared` false), or handed to the router.
-    private func serve(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: String, prepared: Bool) {
+    private func serve(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: Substring, prepared: Bool) {
         let query = Query(target: head.target)
         guard let service = door.service() else { return handOn(context) }  // the router says why
         let wait = PollRoutes.nonNegative(query.items["wait"], name: "wait", default: 0)
@@ -295,14 +300,14 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     /// Verifies the token and opens the session here in a short-lived task, then takes the poll.
-    private func prepare(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: String, query: Query) {
+    private func prepare(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: Substring, query: Query) {
         let routes = door.routes
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         Task {
             let failure: (status: Int, body: [UInt8])?
             do {
-                try await routes.preparePoll(query: query, authorization: head.authorization, session: session)
+                try await routes.preparePoll(query: query, authorization: head.authorization, session: String(session))
                 failure = nil
             } catch {
                 failure = RouteSupport.failure(error)

@@ -1,4 +1,5 @@
 import NIOCore
+import Atomics
 import WarrenCore
 
 /// A poller's connection as the place its polls are answered: the answer is written on the
@@ -7,16 +8,26 @@ import WarrenCore
 /// handler drops it when it leaves the pipeline.
 final class PollConnectionSink: PollAnswerSink {
     private let loop: any EventLoop
-    private let channel: any Channel
     private let bound: NIOLoopBound<(PollConnectionHandler, ChannelHandlerContext)>
 
     init(_ handler: PollConnectionHandler, _ context: ChannelHandlerContext) {
         loop = context.eventLoop
-        channel = context.channel
+        alive = .create(context.channel.isActive)
         bound = NIOLoopBound((handler, context), eventLoop: context.eventLoop)
     }
 
-    var isAlive: Bool { channel.isActive }
+    /// Cleared when the connection goes (``gone()``). Asked of every parked poll a delivery
+    /// answers, from the broker's thread: a flag of its own, where `channel.isActive` (through
+    /// the channel's existential and its atomic's object) was 1.5 % of Warren's samples in the
+    /// poll benchmark. Unmanaged (no object to retain when read), destroyed with the sink.
+    private let alive: UnsafeAtomic<Bool>
+
+    deinit { alive.destroy() }
+
+    var isAlive: Bool { alive.load(ordering: .relaxed) }
+
+    /// The connection closed (on its loop).
+    func gone() { alive.store(false, ordering: .relaxed) }
 
     func answer(_ taken: PollAnswer) {
         if loop.inEventLoop {

@@ -106,7 +106,7 @@ struct PollServiceTests {
         #expect(again.messages.isEmpty && service.sessionCount == 1)
         // The event-loop path takes only a poll under the policy the session is open with.
         func onLoop(_ policy: AccessPolicy) -> PollService.LoopPoll {
-            service.pollOnLoop(session: wide, user: "carol", policy: policy, wait: 0, max: 10, ack: nil, to: DiscardingSink())
+            service.pollOnLoop(session: wide[...], user: "carol", policy: policy, wait: 0, max: 10, ack: nil, to: DiscardingSink())
         }
         guard case .elsewhere = onLoop(roomless) else { Issue.record("served under other rules"); return }
         guard case .answered = onLoop(.standard) else { Issue.record("not served under its own rules"); return }

@@ -23,6 +23,21 @@ struct PollSessionKeyTests {
         #expect(open[forged] == 2 && open.count == 1)
     }
 
+    @Test func aSliceOfARequestTargetFindsItsSession() {
+        let token = "header.claims-of-alice." + signature
+        var open: [PollSessionKey: Int] = [:]
+        open[token] = 1
+        let target = "/v1/poll/" + token + "?user=alice&wait=30"
+        let start = target.utf8.index(target.utf8.startIndex, offsetBy: 9)
+        let end = target.utf8.firstIndex(of: UInt8(ascii: "?"))!
+        let slice = Substring(target.utf8[start..<end])
+        #expect(open[slice] == 1)
+        #expect(PollSessionKey(slice).hashValue == PollSessionKey(token).hashValue)
+        // One byte short, or one more, is another key.
+        #expect(open[slice.dropLast()] == nil)
+        #expect(open[Substring(target.utf8[start...end])] == nil)
+    }
+
     @Test func stringsShorterThanTheHashedSuffixAreKeysToo() {
         var open: [PollSessionKey: Int] = [:]
         for (n, token) in ["", "x", "xy"].enumerated() { open[token] = n }

@@ -163,6 +163,9 @@ public final class PollService: Sendable {
     /// whose HTTP stack sends a poll again on a new connection when the one it was parked on is
     /// cut).
     private func ack(_ cursor: String, on session: PollSession?, token: String, polling: Bool = false) {
+        // Only inbox deliveries are leased: a session without an inbox (the same subscriptions on
+        // every node) has nothing to ack here or anywhere.
+        if let session, !session.hasInbox { return }
         // Here every answer made before this poll: a client polls one request at a time.
         if let session, ackHere(cursor, on: session, polledAt: polling ? .max : nil) { return }
         // A first cursor (`<node>.0`) of another node's without a poll acks nothing: not sent on.
@@ -280,11 +283,14 @@ public final class PollService: Sendable {
     /// frontend that answers on its event loop. `sink` is answered exactly once, from any
     /// thread; when it is not ``PollAnswerSink/isAlive`` by then, nothing is taken (the
     /// connection went) and the answer has no items.
-    public func pollOnLoop(session token: String, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
+    ///
+    /// `token` is the session string as the request's target carries it (no `String` is made
+    /// for it).
+    public func pollOnLoop(session token: Substring, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
                            to sink: any PollAnswerSink) -> LoopPoll {
         guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user, session.policy == policy,
               !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
-        if let cursor { ack(cursor, on: session, token: token, polling: true) }
+        if let cursor { ack(cursor, on: session, token: session.token, polling: true) }
         let finish: @Sendable () -> Void = { [self] in
             let now = WallClock.milliseconds()
             let taken = take(from: session, max: max, now: now, none: !sink.isAlive)
