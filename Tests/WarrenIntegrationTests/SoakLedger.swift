@@ -55,6 +55,15 @@ actor SoakLedger {
         return acked.reduce(0) { $0 + (got[$1] == nil ? 1 : 0) }
     }
 
+    /// Up to `limit` acknowledged messages per subscriber not delivered to it ("subscriber: p/n",
+    /// sorted): what a failed run names, so that a loss can be traced to its publisher and moment.
+    func missingKeys(_ subscribers: [String], limit: Int = 10) -> [String] {
+        subscribers.flatMap { s in
+            let got = delivered[s] ?? [:]
+            return acked.filter { got[$0] == nil }.sorted().prefix(limit).map { "\(s): \($0)" }
+        }
+    }
+
     func deliveredPairs(_ subscribers: [String]) -> Int {
         subscribers.reduce(0) { total, s in
             let got = delivered[s] ?? [:]

@@ -112,9 +112,17 @@ struct SoakTests {
         for line in faultLog { print("soak fault: \(line)") }
         print("soak: sent \(await ledger.sent), acked \(acked) (× \(subscribers.count) inboxes), delivered \(delivered), "
               + "duplicates \(duplicates), lost \(lost), order violations \(violations.count); published in \(publishedIn)")
+        if lost > 0 {
+            // What the nodes serving at the end said went wrong (a replaced node's log is gone).
+            for (i, node) in await cluster.nodes.enumerated() {
+                let lines = node.process.log.split(separator: "\n").filter { line in [" info ", "\"info\"", " debug ", "\"debug\""].allSatisfy { !line.contains($0) } }
+                print("soak: Warren node \(i)'s warnings and errors:\n\(lines.suffix(80).joined(separator: "\n"))")
+            }
+        }
         #expect(faultLog.count == Fault.allCases.count * Self.faultRounds)
         #expect(acked >= Self.target)
-        #expect(lost == 0)
+        let neverDelivered = await ledger.missingKeys(subscribers)
+        #expect(lost == 0, "never delivered: \(neverDelivered)")
         #expect(violations.isEmpty, "\(violations)")
         await cluster.stopAll()
         for user in subscribers.dropLast() { _ = try? Broker.ctl("delete_queue", "warren.inbox.\(user).soak") }
@@ -208,6 +216,9 @@ struct SoakTests {
                 poller = try? await Poller.open(port: port, user: user,
                                                 subscriptions: ##"[{"id":"inbox","pattern":"#.\##(user).#","mode":"inbox"}]"##,
                                                 device: "soakpoll")
+                // Its first poll acks the 201's cursor of no answer yet, as the client libraries
+                // do: a first answer lost on the way then comes again.
+                cursor = poller?.firstCursor
                 if poller != nil { await ready.append(true) } else {
                     attempt += 1
                     try? await Task.sleep(for: .milliseconds(100))
@@ -224,8 +235,13 @@ struct SoakTests {
                                          redelivered: m["redelivered"] == .bool(true))
                 }
             } catch {
-                // The cursor belongs to the node that answered it: acking it elsewhere is a no-op.
-                cursor = nil
+                // The cursor stays that of the last answer read, as the client libraries keep it
+                // (README, Polling): sent with the next poll, on whichever node, it says that an
+                // answer made after it never arrived. Dropped here before 2026-12-03, the next
+                // poll said nothing, and a later cursor of the node whose answer was lost acked
+                // it unseen (a CI run lost one message; one in two local runs of three fault
+                // rounds lost a whole answer, 99).
+                soakProgress("poll of \(user) on port \(port) failed (\(error)); acking \(cursor ?? "nothing") next")
                 attempt += 1
                 try? await Task.sleep(for: .milliseconds(200))
             }
