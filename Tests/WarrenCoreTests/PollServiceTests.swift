@@ -228,13 +228,36 @@ struct PollServiceTests {
         func poll(ack: String?) async throws -> PollAnswer { try await carol.poll(ack: ack) }
         let lost = deliver(0)
         #expect(try await poll(ack: service.firstCursor).messages.count == 1)  // never reaches the client
+        let back = try await poll(ack: "n2.7")  // back, with the cursor of the last answer it read on n2
+        #expect(back.messages.isEmpty)
         let next = deliver(1)
-        let read = try await poll(ack: "n2.7")  // back, with the cursor of the last answer it read on n2
+        let read = try await poll(ack: back.cursor)
         #expect(read.messages.count == 1)
         _ = try await poll(ack: read.cursor)
         #expect(consume.calls.contains("ack \(next)"))
         #expect(consume.calls.contains("nack \(lost) requeue"), "handed back: \(consume.calls)")
         #expect(!consume.calls.contains("ack \(lost)"))
+    }
+
+    /// The client read an answer here, then read from another node, which consumed the same
+    /// inbox meanwhile; a delivery that waited here is handed back when it polls here again
+    /// with that node's cursor, to come again marked redelivered, instead of being answered
+    /// first-time after later messages it read there (a soak's poller moving nodes, 2026-12-03).
+    @Test func anInboxDeliveryThatWaitedWhileThePollerWasElsewhereIsHandedBack() async throws {
+        let carol = try await InboxPoller.open(self)
+        let (service, consume) = (carol.service, carol.consume)
+        _ = carol.deliver(0)
+        let read = try await carol.poll(ack: service.firstCursor)
+        #expect(read.messages.count == 1)
+        let waited = carol.deliver(1)                     // while the client polls n2
+        let back = try await carol.poll(ack: "n2.7")
+        #expect(back.messages.isEmpty, "not answered first-time out of order")
+        #expect(consume.calls.contains("nack \(waited) requeue"), "handed back: \(consume.calls)")
+        let fresh = carol.deliver(2)
+        let next = try await carol.poll(ack: back.cursor)
+        #expect(next.messages.count == 1)
+        _ = try await carol.poll(ack: next.cursor)
+        #expect(consume.calls.contains("ack \(fresh)"))
     }
 
     @Test func subscriptionsAreCheckedBeforeAnyBrokerWork() async throws {

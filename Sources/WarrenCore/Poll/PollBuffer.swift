@@ -15,6 +15,8 @@ public struct PollBuffer: Sendable {
     /// The last answer made here before each poll that came with another node's cursor
     /// (``polledFromElsewhere()``), ascending, while a lease made by then is outstanding.
     private var departures: [UInt64] = []
+    /// The inbox was resumed for the poll being served (``inboxResumed()``), until it is answered.
+    private var resumedForPoll = false
 
     struct Lease: Sendable {
         var ids: [String]
@@ -51,6 +53,7 @@ public struct PollBuffer: Sendable {
             if n > 0, bytes > maxBytes { break }
             n += 1
         }
+        resumedForPoll = false
         let taken = Array(items[head..<(head + n)])
         head += n
         live -= taken.lazy.filter { $0.inboxID == nil }.count
@@ -101,12 +104,25 @@ public struct PollBuffer: Sendable {
     }
 
     /// A poll came here with another node's cursor: the last answer the client read was made
-    /// there. Marks the answers made here so far (see ``ack(upTo:)``).
-    public mutating func polledFromElsewhere() {
+    /// there. Marks the answers made here so far (see ``ack(upTo:)``), and returns the ids of the
+    /// inbox deliveries waiting here, which the caller hands back to RabbitMQ: they came while
+    /// the client read from the other node, which consumed the same inbox meanwhile (a node
+    /// consumes a session's inbox until ``PollService/inboxIdleGrace`` after its last poll there),
+    /// so later messages may have reached the client from there already. Answered, they came
+    /// first-time and out of publish order (DESIGN §3: inbox order is publish order, other
+    /// only for redeliveries): seen in a soak whose poller moved nodes on each failed poll
+    /// (2026-12-03). Handed back, they come again marked `redelivered`. Nothing goes back when
+    /// the inbox was resumed for this very poll (``inboxResumed()``): what waits came since.
+    public mutating func polledFromElsewhere() -> [String] {
         let last = nextLease - 1
-        guard departures.last != last, leases.keys.contains(where: { $0 <= last }) else { return }
-        departures.append(last)
+        if departures.last != last, leases.keys.contains(where: { $0 <= last }) { departures.append(last) }
+        defer { resumedForPoll = false }
+        return resumedForPoll ? [] : removeWaitingInbox()
     }
+
+    /// The node consumes the session's inbox again, for the poll being served: what waits in
+    /// the buffer until that poll is answered came after it arrived.
+    public mutating func inboxResumed() { resumedForPoll = true }
 
     /// Departures no outstanding lease is made before say nothing any more.
     private mutating func forgetDepartures() {

@@ -68,7 +68,14 @@ public final class PollService: Sendable {
             // (with nothing, almost always: it parked on an empty buffer), not left to take a
             // delivery for a connection gone without a word; taken, that delivery sat leased
             // until `poll.lease` if the client never came back here.
-            if let polledAt { open.output.wake(parkedBefore: polledAt) }
+            guard let polledAt else { return }
+            open.output.wake(parkedBefore: polledAt)
+            // And this node stops consuming its inbox now, not ``inboxIdleGrace`` after its last
+            // poll here: meanwhile the two nodes would share the inbox's deliveries, and those
+            // waiting here would reach the client after later ones it read there (or go back
+            // when it returns, PollBuffer.polledFromElsewhere).
+            guard open.hasInbox, open.client.inboxConsuming, open.away(since: polledAt) else { return }
+            Task { await self.pauseInbox(of: open) }
         }
     }
 
@@ -172,7 +179,10 @@ public final class PollService: Sendable {
         guard let owner = Self.node(of: cursor), owner != nodeID else { return }
         // The client read its last answer on another node: what answers made here before now
         // still lease, a later cursor of this node does not ack (``PollBuffer/ack(upTo:)``).
-        if polling, let session { session.output.withBuffer { $0.polledFromElsewhere() } }
+        // And what waits here came while it read there: back to RabbitMQ (PollBuffer.polledFromElsewhere).
+        if polling, let session {
+            for id in session.output.withBuffer({ $0.polledFromElsewhere() }) { session.client.releaseInbox(envelopeID: id) }
+        }
         guard polling || !cursor.hasSuffix(".0") else { return }
         runtime.peers?.forwardAck(session: token, cursor: cursor, to: owner, polledAt: polling ? WallClock.milliseconds() : nil)
     }
@@ -320,6 +330,15 @@ public final class PollService: Sendable {
         do { try await session.client.resumeInbox() } catch {
             throw ProtocolError(.unavailable, "the broker could not serve the inbox", ref: nil)
         }
+        session.output.withBuffer { $0.inboxResumed() }
+    }
+
+    /// Stops consuming the session's inbox on this node: its leased deliveries stay leased
+    /// (acked by their cursor, or handed back when it runs out); the ones still waiting for an
+    /// answer go back to RabbitMQ. The next poll here consumes it again.
+    private func pauseInbox(of session: PollSession) async {
+        await session.client.pauseInbox(keeping: session.output.withBuffer { $0.leasedIDs })
+        _ = session.output.withBuffer { $0.removeWaitingInbox() }
     }
 
     /// Answers every poll parked on this node now (a drain).
@@ -452,12 +471,7 @@ public final class PollService: Sendable {
         guard !ending.isEmpty || !pausing.isEmpty else { return }
         Task {
             for session in ending { await session.client.end() }
-            for session in pausing {
-                // Leased deliveries stay leased (acked by their cursor or handed back when it
-                // runs out); the ones still waiting for an answer go back to RabbitMQ.
-                await session.client.pauseInbox(keeping: session.output.withBuffer { $0.leasedIDs })
-                _ = session.output.withBuffer { $0.removeWaitingInbox() }
-            }
+            for session in pausing { await pauseInbox(of: session) }
         }
     }
 

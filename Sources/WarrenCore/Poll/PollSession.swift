@@ -17,6 +17,8 @@ final class PollSession: Sendable {
         var polls = 0
         /// When the last poll here ended (or the session was opened), ms.
         var lastSeen: Int64
+        /// When the last poll here began (or the session was opened), ms.
+        var lastStarted: Int64
         var ended = false
     }
     private let activity: NIOLockedValueBox<Activity>
@@ -27,7 +29,7 @@ final class PollSession: Sendable {
         self.policy = policy
         self.client = client
         self.output = output
-        self.activity = NIOLockedValueBox(Activity(lastSeen: now))
+        self.activity = NIOLockedValueBox(Activity(lastSeen: now, lastStarted: now))
         self.hasInbox = descriptor.subscriptions.contains { $0.mode == SubscriptionMode.inbox.rawValue }
     }
 
@@ -36,9 +38,11 @@ final class PollSession: Sendable {
 
     /// A poll starts here; false if the session has ended meanwhile.
     func pollStarted() -> Bool {
-        activity.withLockedValue { a in
+        let now = WallClock.milliseconds()
+        return activity.withLockedValue { a in
             guard !a.ended else { return false }
             a.polls += 1
+            a.lastStarted = now
             return true
         }
     }
@@ -53,6 +57,12 @@ final class PollSession: Sendable {
     /// How long nobody has polled here (0 while a poll is being served), in ms.
     func idle(now: Int64) -> Int64 {
         activity.withLockedValue { a in a.polls > 0 ? 0 : now - a.lastSeen }
+    }
+
+    /// Whether no poll is served here now and none began here since `time` (Unix ms): its
+    /// client polled another node then, and has not come back.
+    func away(since time: Int64) -> Bool {
+        activity.withLockedValue { a in a.polls == 0 && a.lastStarted < time }
     }
 
     /// Marks the session ended; true the first time.
