@@ -225,6 +225,22 @@ struct MultiNodeTests {
             return first
         }
         #expect(answeredFirst == "empty")
+        // And A stops consuming the inbox then, not five seconds after its last poll: B is the
+        // queue's only consumer (meanwhile the two would share its deliveries, and A's reach the
+        // client after later ones it read on B).
+        #expect(await nodeA.process.waitForLog("the inbox is not consumed here any more", timeout: .seconds(20)),
+                "log:\n\(nodeA.process.log)")
+        let queue = "warren.inbox.\(hal).pk"
+        var consumers = "?"
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let rows: [[String]] = try Broker.ctl("list_queues", "name", "consumers", "--no-table-headers", "--quiet")
+                .split(separator: "\n").map { line in line.split(separator: "\t").map(String.init) }
+            consumers = rows.first { $0.first == queue }?.last ?? "?"
+            if consumers == "1" { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(consumers == "1", "consumers of \(queue): \(consumers)")
         _ = try? Broker.ctl("delete_queue", "warren.inbox.\(hal).pk")
     }
 

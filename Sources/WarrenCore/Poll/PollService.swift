@@ -75,6 +75,8 @@ public final class PollService: Sendable {
             // waiting here would reach the client after later ones it read there (or go back
             // when it returns, PollBuffer.polledFromElsewhere).
             guard open.hasInbox, open.client.inboxConsuming, open.away(since: polledAt) else { return }
+            logger.debug("its client polls another node: the inbox is not consumed here any more",
+                         metadata: ["session": "\(open.descriptor.id.prefix(8))"])
             Task { await self.pauseInbox(of: open) }
         }
     }
