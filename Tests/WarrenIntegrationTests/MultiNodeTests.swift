@@ -144,15 +144,7 @@ struct MultiNodeTests {
         _ = try await poller.poll(wait: 0, ack: cursor, on: nodeB.port)
         // The queue empties (bounded well below poll.lease, 60 s, when A would hand them back).
         let queue = "warren.inbox.\(fay).rr"
-        var left = "?"
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            let rows: [[String]] = try Broker.ctl("list_queues", "name", "messages", "--no-table-headers", "--quiet")
-                .split(separator: "\n").map { line in line.split(separator: "\t").map(String.init) }
-            left = rows.first { $0.first == queue }?.last ?? "?"
-            if left == "0" { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let left = try await Self.queueInfo(queue, "messages", until: "0")
         #expect(left == "0", "messages left in \(queue): \(left)")
         _ = try? Broker.ctl("delete_queue", queue)
     }
@@ -193,6 +185,21 @@ struct MultiNodeTests {
         _ = try? Broker.ctl("delete_queue", "warren.inbox.\(gil).rr")
     }
 
+    /// `queue`'s `column` in `rabbitmqctl list_queues` ("?" if not listed), asked every 100 ms
+    /// until it reads `expected` (bounded: 20 s); the last value read.
+    static func queueInfo(_ queue: String, _ column: String, until expected: String) async throws -> String {
+        var value = "?"
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let rows: [[String]] = try Broker.ctl("list_queues", "name", column, "--no-table-headers", "--quiet")
+                .split(separator: "\n").map { line in line.split(separator: "\t").map(String.init) }
+            value = rows.first { $0.first == queue }?.last ?? "?"
+            if value == expected { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return value
+    }
+
     /// A long-poll parked on A whose client polls B instead (its connection to A gone without
     /// A noticing: one request at a time, so the poll on B says so): B's ack, come on to A,
     /// answers the parked poll at once, with nothing, so it cannot take a message later for a
@@ -231,15 +238,7 @@ struct MultiNodeTests {
         #expect(await nodeA.process.waitForLog("the inbox is not consumed here any more", timeout: .seconds(20)),
                 "log:\n\(nodeA.process.log)")
         let queue = "warren.inbox.\(hal).pk"
-        var consumers = "?"
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            let rows: [[String]] = try Broker.ctl("list_queues", "name", "consumers", "--no-table-headers", "--quiet")
-                .split(separator: "\n").map { line in line.split(separator: "\t").map(String.init) }
-            consumers = rows.first { $0.first == queue }?.last ?? "?"
-            if consumers == "1" { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let consumers = try await Self.queueInfo(queue, "consumers", until: "1")
         #expect(consumers == "1", "consumers of \(queue): \(consumers)")
         _ = try? Broker.ctl("delete_queue", "warren.inbox.\(hal).pk")
     }
