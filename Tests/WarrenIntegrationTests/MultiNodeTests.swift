@@ -232,9 +232,15 @@ struct MultiNodeTests {
             return first
         }
         #expect(answeredFirst == "empty")
-        // And A stops consuming the inbox then, not five seconds after its last poll: B is the
-        // queue's only consumer (meanwhile the two would share its deliveries, and A's reach the
-        // client after later ones it read on B).
+        // And A stops consuming the inbox then, not five seconds after its last poll: B, which the
+        // client goes on polling (so B does not stop for want of polls), is the queue's only
+        // consumer (meanwhile the two would share its deliveries, and A's reach the client after
+        // later ones it read on B).
+        let keepPollingB = Task {
+            var cursor = onB.cursor
+            while !Task.isCancelled, let answer = try? await poller.poll(wait: 1, ack: cursor, on: nodeB.port) { cursor = answer.cursor }
+        }
+        defer { keepPollingB.cancel() }
         #expect(await nodeA.process.waitForLog("the inbox is not consumed here any more", timeout: .seconds(20)),
                 "log:\n\(nodeA.process.log)")
         let queue = "warren.inbox.\(hal).pk"
