@@ -307,7 +307,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         Task {
             let failure: (status: Int, body: [UInt8])?
             do {
-                try await routes.preparePoll(query: query, authorization: head.authorization, session: String(session))
+                try await routes.preparePoll(query: query, authorization: head.authorization, session: String(session), home: loop)
                 failure = nil
             } catch {
                 failure = RouteSupport.failure(error)
@@ -326,8 +326,9 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// `POST /v1/poll`, in a short-lived task.
     private func create(_ context: ChannelHandlerContext, _ head: RawRequestHead, body: ByteBuffer) {
         let routes = door.routes
+        let home = context.eventLoop
         answerInTask(context, status: 201) {
-            try await routes.createSession(query: Query(target: head.target), authorization: head.authorization, body: body)
+            try await routes.createSession(query: Query(target: head.target), authorization: head.authorization, body: body, home: home)
         }
     }
 
@@ -447,7 +448,9 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let close = asked || closeAfterAnswer
         // Closing after it (asked for, or shutting down): the head says so.
         let response = close && !headSaysClose ? Self.withClose(response) : response
-        if context.channel.isActive { context.writeAndFlush(wrapOutboundOut(response), promise: nil) }
+        // Not asked of the channel first: a write on a closed one fails its (absent) promise,
+        // and the check was a retain and an atomic load per answer.
+        context.writeAndFlush(wrapOutboundOut(response), promise: nil)
         if close {
             context.close(promise: nil)
             return

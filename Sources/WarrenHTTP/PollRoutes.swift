@@ -48,7 +48,11 @@ struct PollRoutes: Sendable {
     // MARK: handlers
 
     /// `POST /v1/poll`: the new session's JSON (201). Also called by ``PollConnectionHandler``.
-    func createSession(query: Query, authorization: String?, body: ByteBuffer) async throws(ProtocolError) -> [UInt8] {
+    /// `home`: the event loop of the connection asking, when it is served below hummingbird
+    /// (``PollService/create(user:device:policy:subscriptions:home:)``).
+    func createSession(query: Query, authorization: String?, body: ByteBuffer, home: (any EventLoop)? = nil)
+        async throws(ProtocolError) -> [UInt8]
+    {
         let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
         let json = try RouteSupport.parseJSON(body)
         guard case .array(let list) = json["subscriptions"] ?? .null else {
@@ -72,7 +76,7 @@ struct PollRoutes: Sendable {
         }
         let polls = try service()
         let (session, expiresIn) = try await polls.create(user: identity.user, device: device, policy: identity.policy,
-                                                          subscriptions: subscriptions)
+                                                          subscriptions: subscriptions, home: home)
         var w = JSONWriter()
         w.raw("{\"session\":")
         w.string(session)
@@ -87,9 +91,9 @@ struct PollRoutes: Sendable {
     /// Readies a long-poll for ``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:)``:
     /// verifies the token (then known without suspending) and opens the session on this node
     /// with its inbox consuming. Called by ``PollConnectionHandler`` for a poll it cannot take at once.
-    func preparePoll(query: Query, authorization: String?, session: String) async throws(ProtocolError) {
+    func preparePoll(query: Query, authorization: String?, session: String, home: (any EventLoop)? = nil) async throws(ProtocolError) {
         let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
-        try await service().prepare(session: session, user: identity.user, policy: identity.policy)
+        try await service().prepare(session: session, user: identity.user, policy: identity.policy, home: home)
     }
 
     private func poll(_ request: Request, session: String) async throws -> Response {

@@ -370,6 +370,10 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     // MARK: deliveries
 
+    /// The output's loop for live deliveries (a poll session's; a WebSocket's output hands its
+    /// frames to its socket's loop itself).
+    public var liveLoop: (any EventLoop)? { output.liveDeliveryLoop }
+
     public func deliverLive(_ delivery: LiveDelivery) -> Frontend? {
         deliver(delivery.frame, inboxID: nil, route: delivery.routeKey.value) ? frontend : nil
     }

@@ -178,25 +178,71 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         let (envelope, _, own) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
         guard sizeGuard.admits(envelope.readableBytes, own: own, of: message, path: "live", metrics: metrics) else { return }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
-        // same bytes go to every socket: no per-socket encoding or copy. The delivery in hand
-        // is passed as it is while the id stays the same (no copy of it per socket).
-        func build(_ id: String) -> LiveDelivery {
+        // same bytes go to every socket: no per-socket encoding or copy.
+        var deliveries: [(id: String, delivery: LiveDelivery)] = []
+        func index(of id: String) -> Int {
+            if let k = deliveries.firstIndex(where: { $0.id == id }) { return k }
             let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
-            return LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted)
+            deliveries.append((id, LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted)))
+            return deliveries.count - 1
         }
+        // Receivers with a loop of their own (poll sessions) get the message there: one hand-off
+        // per message and loop, handed over first so that the other loops work while this one
+        // does its own share. Each loop's subscribers are taken in the order matched.
+        var handed: [(loop: any EventLoop, receivers: [(receiver: any LiveReceiver, delivery: Int)])] = []
+        var here = 0
         var currentID = matched[0].subscriptionID
-        var current = build(currentID)
-        var others: [String: LiveDelivery] = [:]
-        // Counted once per message and frontend, not per delivery (no metric lock per socket).
-        var counts = FanOutCounts()
+        var current = index(of: currentID)
         for subscriber in matched {
+            guard let loop = subscriber.loop, !loop.inEventLoop else {
+                here += 1
+                continue
+            }
             guard let receiver = subscriber.receiver else { continue }
             if subscriber.subscriptionID != currentID {
-                others[currentID] = current
                 currentID = subscriber.subscriptionID
-                current = others.removeValue(forKey: currentID) ?? build(currentID)
+                current = index(of: currentID)
             }
-            if let frontend = receiver.deliverLive(current) { counts.add(frontend, bytes: current.frame.readableBytes) }
+            if let g = handed.firstIndex(where: { $0.loop === loop }) {
+                handed[g].receivers.append((receiver, current))
+            } else {
+                handed.append((loop, [(receiver, current)]))
+            }
+        }
+        for group in handed {
+            // The loop's own copy of the frames: the two cores do not take turns on one buffer's
+            // reference count for every delivery.
+            let frames = deliveries.map { d in
+                LiveDelivery(frame: ByteBuffer(bytes: d.delivery.frame.readableBytesView), routeKey: key, routeClass: routeClass,
+                             acceptedAt: accepted)
+            }
+            let metrics = self.metrics
+            group.loop.execute {
+                var counts = FanOutCounts()
+                var k = group.receivers[0].delivery
+                var delivery = frames[k]
+                for entry in group.receivers {
+                    if entry.delivery != k {
+                        k = entry.delivery
+                        delivery = frames[k]
+                    }
+                    if let frontend = entry.receiver.deliverLive(delivery) { counts.add(frontend, bytes: delivery.frame.readableBytes) }
+                }
+                counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
+            }
+        }
+        guard here > 0 else { return }
+        // Counted once per message and frontend, not per delivery (no metric lock per socket).
+        // The delivery in hand is passed as it is while the id stays the same (no copy of it per socket).
+        var counts = FanOutCounts()
+        var delivery = deliveries[current].delivery
+        for subscriber in matched {
+            guard let receiver = subscriber.receiver, subscriber.loop.map({ $0.inEventLoop }) ?? true else { continue }
+            if subscriber.subscriptionID != currentID {
+                currentID = subscriber.subscriptionID
+                delivery = deliveries[index(of: currentID)].delivery
+            }
+            if let frontend = receiver.deliverLive(delivery) { counts.add(frontend, bytes: delivery.frame.readableBytes) }
         }
         counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
     }

@@ -1,15 +1,20 @@
+import NIOCore
+
 /// One subscriber of the live fan-out: a session and its subscription id, and the session's
-/// receiver (kept with it, so a delivery needs no lookup per subscriber). Equal by session and
+/// receiver and its ``LiveReceiver/liveLoop`` (kept with it, so a delivery needs no lookup
+/// and touches nothing of the receiver's before it reaches that loop). Equal by session and
 /// subscription id.
 public struct LiveSubscriber: Hashable, Sendable {
     public let session: ObjectIdentifier
     public let subscriptionID: String
     let receiver: (any LiveReceiver)?
+    let loop: (any EventLoop)?
 
     public init(session: ObjectIdentifier, subscriptionID: String, receiver: (any LiveReceiver)? = nil) {
         self.session = session
         self.subscriptionID = subscriptionID
         self.receiver = receiver
+        self.loop = receiver?.liveLoop
     }
 
     public static func == (a: LiveSubscriber, b: LiveSubscriber) -> Bool {

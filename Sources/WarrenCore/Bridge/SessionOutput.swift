@@ -17,10 +17,15 @@ public protocol SessionOutput: AnyObject, Sendable {
     /// The event loop the output writes on, if it has one: the session's inbox consumer is put
     /// on a broker connection running there.
     var eventLoop: (any EventLoop)? { get }
+    /// The event loop the live fan-out hands this output's deliveries to, if any
+    /// (``LiveReceiver/liveLoop``): a poll session's, where its polls are answered. Nil: they
+    /// arrive on the AMQP event loop (a WebSocket's output hands them on to its socket itself).
+    var liveDeliveryLoop: (any EventLoop)? { get }
 }
 
 extension SessionOutput {
     public var eventLoop: (any EventLoop)? { nil }
+    public var liveDeliveryLoop: (any EventLoop)? { nil }
 
     /// A WebSocket writes deliveries like any other frame.
     public func deliver(_ frame: ByteBuffer, inboxID: String?) -> Bool { send(frame) }

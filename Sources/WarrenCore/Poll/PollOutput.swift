@@ -21,8 +21,15 @@ public final class PollOutput: SessionOutput {
     /// Called (outside the lock) for each live delivery dropped because the buffer was full.
     let onDrop: @Sendable (PollItem) -> Void
 
-    public init(maxLength: Int, onDrop: @escaping @Sendable (PollItem) -> Void = { _ in }) {
+    /// The loop of the connection whose request opened the session on this node, where its
+    /// polls are usually answered: the live fan-out hands the session's deliveries to it, so its
+    /// buffer, its parked poll and the answer are touched on one thread (nil: on the AMQP
+    /// event loop).
+    public let liveDeliveryLoop: (any EventLoop)?
+
+    public init(maxLength: Int, home: (any EventLoop)? = nil, onDrop: @escaping @Sendable (PollItem) -> Void = { _ in }) {
         self.state = NIOLockedValueBox(State(buffer: PollBuffer(maxLength: maxLength)))
+        self.liveDeliveryLoop = home
         self.onDrop = onDrop
     }
 

@@ -97,8 +97,11 @@ public final class PollService: Sendable {
     /// `POST /v1/poll`: checks every subscription, opens the session here (bindings and
     /// consumers in place before the answer), and returns its string; `too_large` when that
     /// string would be longer than a poll's URL can carry (``PollSessionCodec/maxTokenBytes``).
-    public func create(user: String, device: String, policy: AccessPolicy, subscriptions: [PollSubscription])
-        async throws(ProtocolError) -> (session: String, expiresIn: Int)
+    ///
+    /// `home`: the event loop of the connection asking, where the session's polls will be answered
+    /// (``PollOutput/liveDeliveryLoop``).
+    public func create(user: String, device: String, policy: AccessPolicy, subscriptions: [PollSubscription],
+                       home: (any EventLoop)? = nil) async throws(ProtocolError) -> (session: String, expiresIn: Int)
     {
         _ = try validate(subscriptions, rules: policy.resolved(for: user))
         let descriptor = PollSessionDescriptor(id: Self.randomID(), user: user, device: device, subscriptions: subscriptions)
@@ -111,7 +114,7 @@ public final class PollService: Sendable {
                                 + "\(PollSessionCodec.maxTokenBytes) a poll's URL can carry: subscribe with fewer or shorter patterns "
                                 + "(one pattern such as #.\(user).# covers every conversation of the user's)", ref: nil)
         }
-        _ = try await open(descriptor, token: token, policy: policy)
+        _ = try await open(descriptor, token: token, policy: policy, home: home)
         return (token, settings.sessionTTL)
     }
 
@@ -238,7 +241,7 @@ public final class PollService: Sendable {
     /// `GET /v1/poll/<session>`: every buffered delivery up to `max`, waiting up to `wait`
     /// seconds for the first.
     /// `policy`: the poll's own (the configured one, or its token's `warren` claim), which the
-    /// session on this node must have been opened with (``session(for:user:policy:)``).
+    /// session on this node must have been opened with (``session(for:user:policy:home:)``).
     public func poll(session token: String, user: String, policy: AccessPolicy, wait: Int, max: Int,
                      ack cursor: String?) async throws(ProtocolError) -> PollAnswer
     {
@@ -323,8 +326,11 @@ public final class PollService: Sendable {
     /// Opens the session on this node if it is not open here yet (its first poll here) and
     /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:)``
     /// can take the next poll.
-    public func prepare(session token: String, user: String, policy: AccessPolicy) async throws(ProtocolError) {
-        try await resumeInbox(of: session(for: token, user: user, policy: policy))
+    /// `home`: the event loop of the connection polling (``create(user:device:policy:subscriptions:home:)``).
+    public func prepare(session token: String, user: String, policy: AccessPolicy, home: (any EventLoop)? = nil)
+        async throws(ProtocolError)
+    {
+        try await resumeInbox(of: session(for: token, user: user, policy: policy, home: home))
     }
 
     private func resumeInbox(of session: PollSession) async throws(ProtocolError) {
@@ -358,7 +364,9 @@ public final class PollService: Sendable {
     /// no longer allowed, else served with the new rules (an inbox then shows only what they
     /// let the user read). Its live buffer goes, as when moving nodes; its leased inbox
     /// deliveries go back to RabbitMQ and come again.
-    private func session(for token: String, user: String, policy: AccessPolicy) async throws(ProtocolError) -> PollSession {
+    private func session(for token: String, user: String, policy: AccessPolicy, home: (any EventLoop)? = nil)
+        async throws(ProtocolError) -> PollSession
+    {
         if let open = sessions.withLockedValue({ $0[token] }) {
             // A session that is not the caller's is as unknown as one that does not exist.
             guard open.descriptor.user == user else { throw ProtocolError(.notFound, "no such session", ref: nil) }
@@ -369,14 +377,16 @@ public final class PollService: Sendable {
                 return true
             }
             if removed { await end(open, "polled under other access rules") }
-            return try await session(for: token, user: user, policy: policy)
+            return try await session(for: token, user: user, policy: policy, home: home)
         }
         let d = try await descriptor(token, user: user)
-        return try await open(d, token: token, policy: policy)
+        return try await open(d, token: token, policy: policy, home: home)
     }
 
     /// Opens a session on this node: a ``ClientSession`` with every subscription in effect.
-    private func open(_ d: PollSessionDescriptor, token: String, policy: AccessPolicy) async throws(ProtocolError) -> PollSession {
+    private func open(_ d: PollSessionDescriptor, token: String, policy: AccessPolicy, home: (any EventLoop)?)
+        async throws(ProtocolError) -> PollSession
+    {
         if deleted.withLockedValue({ $0.tombstones[d.id] }) != nil { throw ProtocolError(.notFound, "no such session (deleted)", ref: nil) }
         let rules = policy.resolved(for: d.user)
         let parsed = try validate(d.subscriptions, rules: rules)
@@ -390,7 +400,7 @@ public final class PollService: Sendable {
                                 ref: nil)
         }
         let metrics = runtime.metrics
-        let output = PollOutput(maxLength: settings.maxLength) { _ in metrics.dropped(nil, .slowConsumer) }
+        let output = PollOutput(maxLength: settings.maxLength, home: home) { _ in metrics.dropped(nil, .slowConsumer) }
         var logger = self.logger
         logger[metadataKey: "user"] = "\(d.user)"
         let client = ClientSession(runtime: runtime, user: d.user, device: d.device, rules: rules, output: output, via: .poll,

@@ -1,0 +1,51 @@
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+@testable import WarrenCore
+
+/// The live fan-out hands a receiver with a loop of its own (a poll session) its deliveries
+/// on that loop, one hand-off per message and loop, in the order the broker sent them; the
+/// others get theirs on the broker's thread before the delivery returns.
+@Suite("The live fan-out, per event loop")
+struct LiveHubLoopTests {
+    @Test func receiversWithALoopGetEveryMessageThereInOrder() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let live = FakeChannel("live"), binds = FakeChannel("binds")
+        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat",
+                          metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), logger: Logger(label: "test"))
+        try await hub.start()
+        let pattern = try TopicPattern("room.x")
+        let inline = CollectingLiveReceiver()
+        let loops = [group.next(), group.next()]
+        // Two on one loop (one hand-off carries both), one on the other, under two subscription ids.
+        let looped = [LoopedLiveReceiver(loop: loops[0]), LoopedLiveReceiver(loop: loops[1]), LoopedLiveReceiver(loop: loops[0])]
+        let receivers: [(any LiveReceiver, String)] = [(looped[0], "a"), (inline, "a"), (looped[1], "b"), (looped[2], "a")]
+        for (receiver, id) in receivers {
+            try await hub.subscribe(pattern, subscriber: LiveSubscriber(session: ObjectIdentifier(receiver), subscriptionID: id,
+                                                                        receiver: receiver))
+        }
+        let consumer = live.consumerTags[0]
+        let count = 200
+        for n in 0..<count { live.deliver(to: consumer, routingKey: "room.x", body: "seq-\(n)-") }
+        // On the broker's thread: all there as soon as the deliveries returned.
+        #expect(inline.bodies.count == count)
+        // The last message's hand-offs ran after every earlier one (each loop runs its tasks in order).
+        for loop in loops { try await loop.submit {}.get() }
+        for (receiver, id) in [(looped[0], "a"), (looped[1], "b"), (looped[2], "a")] {
+            #expect(receiver.allOnLoop)
+            let ns = receiver.bodies.map { body in Self.number(in: body) }
+            #expect(ns == Array(0..<count), "in the broker's order")
+            #expect(receiver.bodies.allSatisfy { $0.contains("\"sub\":\"\(id)\"") })
+        }
+        // The same frame bytes as the inline receiver's (a copy per loop, not another encoding).
+        #expect(looped[0].bodies == inline.bodies && looped[2].bodies == inline.bodies)
+        try await group.shutdownGracefully()
+    }
+
+    /// The number in a frame's `seq-…-` body.
+    static func number(in frame: String) -> Int? {
+        guard let r = frame.range(of: "seq-") else { return nil }
+        return Int(frame[r.upperBound...].prefix { $0.isNumber })
+    }
+}
