@@ -29,4 +29,7 @@ final class PollConnectionContext: Sendable {
     let maxBodyBytes: Int
     /// The node's poll service, nil while the broker link is not up or the node drains.
     func service() -> PollService? { routes.readyService() }
+
+    /// Whether the node drains (an atomic load).
+    var isDraining: Bool { routes.link.isDraining }
 }

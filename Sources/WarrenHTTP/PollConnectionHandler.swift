@@ -55,6 +55,12 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var parked: (PollOutput, UInt64)?
     /// Where this connection's polls are answered (made at its first poll).
     private var sink: PollConnectionSink?
+    /// The node's poll service, kept from this connection's first poll (a node has one for its
+    /// life): a poll asks only whether the node drains, not the link's and the routes' locks.
+    private var service: PollService?
+    /// The session this connection polled last: its next poll of the same session string takes
+    /// it without the node's table of sessions.
+    private var lastPolled: PollService.LastPolled?
     /// Out of the pipeline: a poll readied in a task after that keeps no sink (it would hold this handler).
     private var removed = false
     /// Answered with a refusal and closing: what else arrives is not read.
@@ -262,7 +268,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// known; otherwise readied in a task first (`prepared` false), or handed to the router.
     private func serve(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: Substring, prepared: Bool) {
         let query = Query(target: head.target)
-        guard let service = door.service() else { return handOn(context) }  // the router says why
+        if service == nil || door.isDraining { service = door.service() }
+        guard let service else { return handOn(context) }  // the router says why
         let wait = PollRoutes.nonNegative(query.items["wait"], name: "wait", default: 0)
         let max = PollRoutes.nonNegative(query.items["max"], name: "max", default: door.maxBatch)
         guard case .success(let wait) = wait, case .success(let max) = max else {
@@ -280,7 +287,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let sink = self.sink ?? PollConnectionSink(self, context)
         if !removed { self.sink = sink }
         let taken = service.pollOnLoop(session: session, user: identity.user, policy: identity.policy, wait: wait, max: max,
-                                       ack: query.items["ack"], to: sink)
+                                       ack: query.items["ack"], to: sink, last: &lastPolled)
         switch taken {
         case .elsewhere:
             release()

@@ -106,7 +106,9 @@ struct PollServiceTests {
         #expect(again.messages.isEmpty && service.sessionCount == 1)
         // The event-loop path takes only a poll under the policy the session is open with.
         func onLoop(_ policy: AccessPolicy) -> PollService.LoopPoll {
-            service.pollOnLoop(session: wide[...], user: "carol", policy: policy, wait: 0, max: 10, ack: nil, to: DiscardingSink())
+            var last: PollService.LastPolled?
+            return service.pollOnLoop(session: wide[...], user: "carol", policy: policy, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
+                                      last: &last)
         }
         guard case .elsewhere = onLoop(roomless) else { Issue.record("served under other rules"); return }
         guard case .answered = onLoop(.standard) else { Issue.record("not served under its own rules"); return }
@@ -152,6 +154,49 @@ struct PollServiceTests {
         #expect(bridge.binds.calls.last == "unbind warren.live.test room.lobby")
         #expect(consume.calls.last == "cancel consume100-c1")
         await expectCode(.notFound) { _ = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 1, ack: nil) }
+    }
+
+    /// A connection keeps the session it polled last and takes its next poll of the same session
+    /// string without the node's table; a session ended here since (a `DELETE`, `poll.session_ttl`)
+    /// is not served from what the connection kept, and one opened again is the new one.
+    @Test func theSessionAConnectionKeptIsNotServedOnceItEnded() async throws {
+        let bridge = try await FakeBridge()
+        let service = await makeService(bridge)
+        let subscriptions = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
+        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
+        var last: PollService.LastPolled?
+        func onLoop() -> PollService.LoopPoll {
+            service.pollOnLoop(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
+                               last: &last)
+        }
+        guard case .answered = onLoop() else { Issue.record("not served"); return }
+        #expect(last != nil)
+        guard case .answered = onLoop() else { Issue.record("not served from what the connection kept"); return }
+        // Another user's poll of the same string is not served from it either.
+        var mallory = last
+        guard case .elsewhere = service.pollOnLoop(session: token[...], user: "mallory", policy: .standard, wait: 0, max: 10, ack: nil,
+                                                   to: DiscardingSink(), last: &mallory) else { Issue.record("served to another user"); return }
+        try await service.delete(session: token, user: "carol")
+        guard case .elsewhere = onLoop() else { Issue.record("a deleted session served"); return }
+        #expect(last == nil)
+
+        // Dropped by the sweep after poll.session_ttl without a poll, then opened again by a poll.
+        let (other, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
+        var kept: PollService.LastPolled?
+        func poll(_ token: String) -> PollService.LoopPoll {
+            service.pollOnLoop(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
+                               last: &kept)
+        }
+        guard case .answered = poll(other) else { Issue.record("not served"); return }
+        service.sweep(now: WallClock.milliseconds() + Int64(PollSettings().sessionTTL) * 1000 + 1_000)
+        #expect(service.sessionCount == 0)
+        guard case .elsewhere = poll(other) else { Issue.record("a dropped session served"); return }
+        try await service.prepare(session: other, user: "carol", policy: .standard)
+        guard case .answered = poll(other) else { Issue.record("the session opened again not served"); return }
+        // The one served now is the session open in the table: a delivery reaches it.
+        bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "after")
+        let answer = try await service.poll(session: other, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil)
+        #expect(answer.messages.count == 1)
     }
 
     @Test func aLongPollWakesOnADelivery() async throws {

@@ -1,4 +1,5 @@
 import AMQPClient
+import Atomics
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -72,24 +73,23 @@ public final class BrokerLink: Service, Sendable {
         if let ready { body(ready) }
     }
 
-    private let draining = NIOLockedValueBox(false)
+    /// An atomic, not a lock: asked at every poll, from every event loop (a load does not write
+    /// the shared cache line a lock would).
+    private let draining = ManagedAtomic(false)
 
     /// Whether a drain has started (new sockets and polls are refused).
-    public var isDraining: Bool { draining.withLockedValue { $0 } }
+    public var isDraining: Bool { draining.load(ordering: .acquiring) }
 
     /// Readiness goes 503 from now on (the drain has started).
     public func startDraining() {
-        let first = draining.withLockedValue { d -> Bool in
-            defer { d = true }
-            return !d
-        }
+        let first = draining.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         if first { logger.info("draining: readiness is now 503, sockets get 1001, long-polls are answered") }
     }
 
     /// True once the broker connection and topology are up, while the connection is healthy
     /// and the conversation store (if on) answers, and until a drain starts.
     public var isReady: Bool {
-        if draining.withLockedValue({ $0 }) { return false }
+        if isDraining { return false }
         if let conversations, !conversations.isHealthy { return false }
         return isBrokerUp
     }

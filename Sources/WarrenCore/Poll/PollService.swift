@@ -145,7 +145,10 @@ public final class PollService: Sendable {
         }
         let open = sessions.withLockedValue { s -> [PollSession] in
             let matching = s.filter { $0.value.descriptor.id == id }
-            for key in matching.keys { s[key] = nil }
+            for (key, session) in matching {
+                s[key] = nil
+                session.markRemoved()
+            }
             return Array(matching.values)
         }
         for session in open { await end(session, reason) }
@@ -281,7 +284,13 @@ public final class PollService: Sendable {
         return PollAnswer(messages: items, node: nodeID, sequence: seq, more: more)
     }
 
-    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:)`` took a poll.
+    /// The session a connection polled last (``pollOnLoop(session:user:policy:wait:max:ack:to:last:)``):
+    /// opaque to the frontend, which keeps it for the connection's next poll.
+    public struct LastPolled: Sendable {
+        fileprivate let session: PollSession
+    }
+
+    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:last:)`` took a poll.
     public enum LoopPoll: Sendable {
         /// Not a session open here with its inbox consuming and the poll's policy: take
         /// ``poll(session:user:policy:wait:max:ack:)``.
@@ -301,10 +310,24 @@ public final class PollService: Sendable {
     ///
     /// `token` is the session string as the request's target carries it (no `String` is made
     /// for it).
+    ///
+    /// `last`: the session this connection polled last, kept by it. A poll naming the same
+    /// session string takes it without the node's table (its lock is shared by every event
+    /// loop, and its lookup hashes and compares the string); set to the session polled now.
     public func pollOnLoop(session token: Substring, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
-                           to sink: any PollAnswerSink) -> LoopPoll {
-        guard let session = sessions.withLockedValue({ $0[token] }), session.descriptor.user == user, session.policy == policy,
-              !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else { return .elsewhere }
+                           to sink: any PollAnswerSink, last: inout LastPolled?) -> LoopPoll {
+        let candidate: PollSession?
+        if let known = last?.session, PollSessionKey(known.token) == PollSessionKey(token), known.isListed {
+            candidate = known
+        } else {
+            candidate = sessions.withLockedValue { $0[token] }
+        }
+        guard let session = candidate, session.descriptor.user == user, session.policy == policy,
+              !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else {
+            last = nil
+            return .elsewhere
+        }
+        if last?.session !== session { last = LastPolled(session: session) }
         if let cursor { ack(cursor, on: session, token: session.token, polling: true) }
         let finish: @Sendable () -> Void = { [self] in
             let now = WallClock.milliseconds()
@@ -324,7 +347,7 @@ public final class PollService: Sendable {
     }
 
     /// Opens the session on this node if it is not open here yet (its first poll here) and
-    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:)``
+    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:last:)``
     /// can take the next poll.
     /// `home`: the event loop of the connection polling (``create(user:device:policy:subscriptions:home:)``).
     public func prepare(session token: String, user: String, policy: AccessPolicy, home: (any EventLoop)? = nil)
@@ -374,6 +397,7 @@ public final class PollService: Sendable {
             let removed = sessions.withLockedValue { s -> Bool in
                 guard s[token] === open else { return false }
                 s[token] = nil
+                open.markRemoved()
                 return true
             }
             if removed { await end(open, "polled under other access rules") }
@@ -427,6 +451,7 @@ public final class PollService: Sendable {
             let removed = sessions.withLockedValue { s -> Bool in
                 guard s[token] === winner else { return false }
                 s[token] = nil
+                winner.markRemoved()
                 return true
             }
             if removed { await end(winner, "deleted") }
@@ -472,6 +497,7 @@ public final class PollService: Sendable {
                 let removed = sessions.withLockedValue { s -> Bool in
                     guard s[token] === session else { return false }
                     s[token] = nil
+                    session.markRemoved()
                     return true
                 }
                 if removed, close(session, "no poll for poll.session_ttl") { ending.append(session) }

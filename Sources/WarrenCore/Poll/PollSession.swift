@@ -20,6 +20,8 @@ final class PollSession: Sendable {
         /// When the last poll here began (or the session was opened), ms.
         var lastStarted: Int64
         var ended = false
+        /// Taken out of the node's table (ended, or about to be).
+        var removed = false
     }
     private let activity: NIOLockedValueBox<Activity>
 
@@ -64,6 +66,16 @@ final class PollSession: Sendable {
     func away(since time: Int64) -> Bool {
         activity.withLockedValue { a in a.polls == 0 && a.lastStarted < time }
     }
+
+    /// Taken out of the node's table of open sessions; called under that table's lock, so a
+    /// connection that kept the session from its last poll (``PollService/LastPolled``) looks it
+    /// up again instead of serving it.
+    func markRemoved() {
+        activity.withLockedValue { $0.removed = true }
+    }
+
+    /// Still in the node's table.
+    var isListed: Bool { activity.withLockedValue { !$0.removed } }
 
     /// Marks the session ended; true the first time.
     func markEnded() -> Bool {
