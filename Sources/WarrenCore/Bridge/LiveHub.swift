@@ -179,11 +179,14 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         guard sizeGuard.admits(envelope.readableBytes, own: own, of: message, path: "live", metrics: metrics) else { return }
         // One frame per distinct subscription id (clients mostly use the same few ids), so the
         // same bytes go to every socket: no per-socket encoding or copy.
-        var deliveries: [(id: String, delivery: LiveDelivery)] = []
+        // Looked up by id only when the id changes from one subscriber to the next.
+        var deliveries: [LiveDelivery] = []
+        var byID: [String: Int] = [:]
         func index(of id: String) -> Int {
-            if let k = deliveries.firstIndex(where: { $0.id == id }) { return k }
+            if let k = byID[id] { return k }
             let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
-            deliveries.append((id, LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted)))
+            deliveries.append(LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted))
+            byID[id] = deliveries.count - 1
             return deliveries.count - 1
         }
         // Receivers with a loop of their own (poll sessions) get the message there: one hand-off
@@ -213,8 +216,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
             // The loop's own copy of the frames: the two cores do not take turns on one buffer's
             // reference count for every delivery.
             let frames = deliveries.map { d in
-                LiveDelivery(frame: ByteBuffer(bytes: d.delivery.frame.readableBytesView), routeKey: key, routeClass: routeClass,
-                             acceptedAt: accepted)
+                LiveDelivery(frame: ByteBuffer(bytes: d.frame.readableBytesView), routeKey: key, routeClass: routeClass, acceptedAt: accepted)
             }
             let metrics = self.metrics
             group.loop.execute {
@@ -235,12 +237,12 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         // Counted once per message and frontend, not per delivery (no metric lock per socket).
         // The delivery in hand is passed as it is while the id stays the same (no copy of it per socket).
         var counts = FanOutCounts()
-        var delivery = deliveries[current].delivery
+        var delivery = deliveries[current]
         for subscriber in matched {
             guard let receiver = subscriber.receiver, subscriber.loop.map({ $0.inEventLoop }) ?? true else { continue }
             if subscriber.subscriptionID != currentID {
                 currentID = subscriber.subscriptionID
-                delivery = deliveries[index(of: currentID)].delivery
+                delivery = deliveries[index(of: currentID)]
             }
             if let frontend = receiver.deliverLive(delivery) { counts.add(frontend, bytes: delivery.frame.readableBytes) }
         }
