@@ -43,6 +43,36 @@ struct LiveHubLoopTests {
         try await group.shutdownGracefully()
     }
 
+    /// A loop whose last subscriber left is handed nothing more; the other loop's and the
+    /// broker thread's receivers go on getting every message.
+    @Test func aLoopWhoseSubscribersLeftGetsNothingMore() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let live = FakeChannel("live"), binds = FakeChannel("binds")
+        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat",
+                          metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), logger: Logger(label: "test"))
+        try await hub.start()
+        let pattern = try TopicPattern("room.x")
+        let loops = [group.next(), group.next()]
+        let staying = LoopedLiveReceiver(loop: loops[0]), leaving = LoopedLiveReceiver(loop: loops[1])
+        let inline = CollectingLiveReceiver()
+        var subscribers: [LiveSubscriber] = []
+        for receiver in [staying, leaving, inline] as [any LiveReceiver] {
+            let subscriber = LiveSubscriber(session: ObjectIdentifier(receiver), subscriptionID: "s", receiver: receiver)
+            subscribers.append(subscriber)
+            try await hub.subscribe(pattern, subscriber: subscriber)
+        }
+        let consumer = live.consumerTags[0]
+        live.deliver(to: consumer, routingKey: "room.x", body: "seq-0-")
+        await hub.unsubscribe(pattern, subscriber: subscribers[1])
+        live.deliver(to: consumer, routingKey: "room.x", body: "seq-1-")
+        for loop in loops { try await loop.submit {}.get() }
+        #expect(staying.bodies.map { Self.number(in: $0) } == [0, 1])
+        #expect(inline.bodies.map { Self.number(in: $0) } == [0, 1])
+        #expect(leaving.bodies.map { Self.number(in: $0) } == [0])
+        #expect(staying.allOnLoop && leaving.allOnLoop)
+        try await group.shutdownGracefully()
+    }
+
     /// The number in a frame's `seq-…-` body.
     static func number(in frame: String) -> Int? {
         guard let r = frame.range(of: "seq-") else { return nil }

@@ -28,7 +28,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// Envelopes over `limits.max_message_bytes` from plain AMQP publishers go no further.
     let sizeGuard: EnvelopeSizeGuard
     let ids = UUIDv7Generator()
-    private let trie = NIOLockedValueBox(TopicTrie<LiveSubscriber>())
+    /// The patterns' subscribers and the loops they live on.
+    private let routes = NIOLockedValueBox(LiveRoutes())
     private let serial: SerialJobQueue
     /// The queue's bindings; changed only inside `serial`'s jobs (the lock is never contended).
     private let bindings: NIOLockedValueBox<LiveBindings>
@@ -87,7 +88,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     }
 
     /// How many distinct live patterns this node's subscribers use.
-    public var patternCount: Int { trie.withLockedValue { $0.patternCount } }
+    public var patternCount: Int { routes.withLockedValue { $0.trie.patternCount } }
 
     /// The live queue's bindings now.
     public var currentBindings: LiveBindings { bindings.withLockedValue { $0 } }
@@ -95,12 +96,12 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// Adds a live subscription (`subscriber` carries its receiver); returns once its binding is in place.
     public func subscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async throws {
         try await serial.run { [self] in
-            let (isFirst, distinct) = trie.withLockedValue { ($0.subscribers(of: pattern).isEmpty, $0.patternCount) }
+            let (isFirst, distinct) = routes.withLockedValue { ($0.trie.subscribers(of: pattern).isEmpty, $0.trie.patternCount) }
             if isFirst {
                 let steps = bindings.withLockedValue { $0.added(pattern.value, distinct: distinct + 1) }
                 try await perform(steps)
             }
-            trie.withLockedValue { _ = $0.insert(pattern, subscriber) }
+            routes.withLockedValue { _ = $0.insert(pattern, subscriber) }
         }
     }
 
@@ -111,9 +112,9 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     public func subscribeNow(_ pattern: TopicPattern, subscriber: LiveSubscriber) -> Bool {
         serial.runNowIfIdle { [self] in
             let all = bindings.withLockedValue { $0.all }
-            return trie.withLockedValue { t in
-                guard all || !t.subscribers(of: pattern).isEmpty else { return false }
-                t.insert(pattern, subscriber)
+            return routes.withLockedValue { r in
+                guard all || !r.trie.subscribers(of: pattern).isEmpty else { return false }
+                _ = r.insert(pattern, subscriber)
                 return true
             }
         } ?? false
@@ -122,8 +123,8 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
     /// Removes a live subscription; the binding goes when its last subscriber does.
     public func unsubscribe(_ pattern: TopicPattern, subscriber: LiveSubscriber) async {
         try? await serial.run { [self] in
-            let (isLast, remaining) = trie.withLockedValue { t in
-                t.remove(pattern, subscriber) ? (true, t.patterns) : (false, [])
+            let (isLast, remaining) = routes.withLockedValue { r in
+                r.remove(pattern, subscriber) ? (true, r.trie.patterns) : (false, [])
             }
             guard isLast else { return }
             let steps = bindings.withLockedValue { $0.removed(pattern.value, remaining: remaining) }
@@ -169,84 +170,32 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         metrics.message(routeClass, .amqp, .in, bytes: message.body.readableBytes)
         guard let key = try? RouteKey(message.routingKey) else { return }
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
-        // Collect under the lock, deliver outside it.
-        var matched: [LiveSubscriber] = []
-        trie.withLockedValue { trie in
-            trie.forEachMatch(key) { _, subscribers in matched.append(contentsOf: subscribers) }
+        // The matched subscriber sets as the trie holds them (no copy of a subscriber), taken
+        // under the lock and delivered outside it.
+        var matched: [Set<LiveSubscriber>] = []
+        let loops = routes.withLockedValue { r in
+            r.trie.forEachMatch(key) { _, subscribers in matched.append(subscribers) }
+            return r.loops
         }
         if matched.isEmpty { return }
         let (envelope, _, own) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
         guard sizeGuard.admits(envelope.readableBytes, own: own, of: message, path: "live", metrics: metrics) else { return }
-        // One frame per distinct subscription id (clients mostly use the same few ids), so the
-        // same bytes go to every socket: no per-socket encoding or copy.
-        // Looked up by id only when the id changes from one subscriber to the next.
-        var deliveries: [LiveDelivery] = []
-        var byID: [String: Int] = [:]
-        func index(of id: String) -> Int {
-            if let k = byID[id] { return k }
-            let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: envelope.readableBytesView, redelivered: false))
-            deliveries.append(LiveDelivery(frame: frame, routeKey: key, routeClass: routeClass, acceptedAt: accepted))
-            byID[id] = deliveries.count - 1
-            return deliveries.count - 1
-        }
+        let fanOut = LiveFanOut(matched: matched, envelope: envelope, routeKey: key, routeClass: routeClass, acceptedAt: accepted,
+                                metrics: metrics)
         // Receivers with a loop of their own (poll sessions) get the message there: one hand-off
         // per message and loop, handed over first so that the other loops work while this one
-        // does its own share. Each loop's subscribers are taken in the order matched.
-        var handed: [(loop: any EventLoop, receivers: [(receiver: any LiveReceiver, delivery: Int)])] = []
-        var here = 0
-        var currentID = matched[0].subscriptionID
-        var current = index(of: currentID)
-        for subscriber in matched {
-            guard let loop = subscriber.loop, !loop.inEventLoop else {
-                here += 1
+        // does its own share (receivers without a loop, and those on this loop).
+        var current: ObjectIdentifier?
+        for loop in loops {
+            let id = ObjectIdentifier(loop)
+            if loop.inEventLoop {
+                current = id
                 continue
             }
-            guard let receiver = subscriber.receiver else { continue }
-            if subscriber.subscriptionID != currentID {
-                currentID = subscriber.subscriptionID
-                current = index(of: currentID)
-            }
-            if let g = handed.firstIndex(where: { $0.loop === loop }) {
-                handed[g].receivers.append((receiver, current))
-            } else {
-                handed.append((loop, [(receiver, current)]))
-            }
+            let share = fanOut.copied()
+            loop.execute { share.deliver(loop: id) }
         }
-        for group in handed {
-            // The loop's own copy of the frames: the two cores do not take turns on one buffer's
-            // reference count for every delivery.
-            let frames = deliveries.map { d in
-                LiveDelivery(frame: ByteBuffer(bytes: d.frame.readableBytesView), routeKey: key, routeClass: routeClass, acceptedAt: accepted)
-            }
-            let metrics = self.metrics
-            group.loop.execute {
-                var counts = FanOutCounts()
-                var k = group.receivers[0].delivery
-                var delivery = frames[k]
-                for entry in group.receivers {
-                    if entry.delivery != k {
-                        k = entry.delivery
-                        delivery = frames[k]
-                    }
-                    if let frontend = entry.receiver.deliverLive(delivery) { counts.add(frontend, bytes: delivery.frame.readableBytes) }
-                }
-                counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
-            }
-        }
-        guard here > 0 else { return }
-        // Counted once per message and frontend, not per delivery (no metric lock per socket).
-        // The delivery in hand is passed as it is while the id stays the same (no copy of it per socket).
-        var counts = FanOutCounts()
-        var delivery = deliveries[current]
-        for subscriber in matched {
-            guard let receiver = subscriber.receiver, subscriber.loop.map({ $0.inEventLoop }) ?? true else { continue }
-            if subscriber.subscriptionID != currentID {
-                currentID = subscriber.subscriptionID
-                delivery = deliveries[index(of: currentID)]
-            }
-            if let frontend = receiver.deliverLive(delivery) { counts.add(frontend, bytes: delivery.frame.readableBytes) }
-        }
-        counts.record(on: metrics, route: routeClass, acceptedAt: accepted)
+        fanOut.deliver(loop: nil, current: current)
     }
 
     /// The consumer ended. Cancelled by the broker (the live queue was deleted), or its channel

@@ -9,12 +9,16 @@ public struct LiveSubscriber: Hashable, Sendable {
     public let subscriptionID: String
     let receiver: (any LiveReceiver)?
     let loop: (any EventLoop)?
+    /// `loop`'s identity: what a loop's share of a fan-out is picked by (compared without
+    /// touching the loop itself).
+    let loopID: ObjectIdentifier?
 
     public init(session: ObjectIdentifier, subscriptionID: String, receiver: (any LiveReceiver)? = nil) {
         self.session = session
         self.subscriptionID = subscriptionID
         self.receiver = receiver
         self.loop = receiver?.liveLoop
+        self.loopID = loop.map { ObjectIdentifier($0) }
     }
 
     public static func == (a: LiveSubscriber, b: LiveSubscriber) -> Bool {
