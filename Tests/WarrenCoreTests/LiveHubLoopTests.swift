@@ -11,10 +11,7 @@ import Testing
 struct LiveHubLoopTests {
     @Test func receiversWithALoopGetEveryMessageThereInOrder() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let live = FakeChannel("live"), binds = FakeChannel("binds")
-        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat",
-                          metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), logger: Logger(label: "test"))
-        try await hub.start()
+        let (hub, live) = try await Self.startedHub()
         let pattern = try TopicPattern("room.x")
         let inline = CollectingLiveReceiver()
         let loops = [group.next(), group.next()]
@@ -47,10 +44,7 @@ struct LiveHubLoopTests {
     /// broker thread's receivers go on getting every message.
     @Test func aLoopWhoseSubscribersLeftGetsNothingMore() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let live = FakeChannel("live"), binds = FakeChannel("binds")
-        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat",
-                          metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), logger: Logger(label: "test"))
-        try await hub.start()
+        let (hub, live) = try await Self.startedHub()
         let pattern = try TopicPattern("room.x")
         let loops = [group.next(), group.next()]
         let staying = LoopedLiveReceiver(loop: loops[0]), leaving = LoopedLiveReceiver(loop: loops[1])
@@ -71,6 +65,15 @@ struct LiveHubLoopTests {
         #expect(leaving.bodies.map { Self.number(in: $0) } == [0])
         #expect(staying.allOnLoop && leaving.allOnLoop)
         try await group.shutdownGracefully()
+    }
+
+    /// A started hub whose live channel is a fake the test delivers through.
+    static func startedHub() async throws -> (LiveHub, FakeChannel) {
+        let live = FakeChannel("live"), binds = FakeChannel("binds")
+        let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat",
+                          metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), logger: Logger(label: "test"))
+        try await hub.start()
+        return (hub, live)
     }
 
     /// The number in a frame's `seq-…-` body.
