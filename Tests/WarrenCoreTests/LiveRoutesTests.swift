@@ -3,15 +3,16 @@ import NIOPosix
 import Testing
 @testable import WarrenCore
 
-/// The live fan-out hands a message to a loop only while a subscriber lives there: the loops
-/// are counted by subscription as they are added and removed, whatever the order, and a
-/// subscription added twice or removed when absent does not move the count.
+/// The live fan-out hands a message only to the loops whose subscribers it matched: each
+/// pattern's loops are counted by subscription as they are added and removed, whatever the
+/// order, and a subscription added twice or removed when absent does not move the count.
 @Suite("The live routes' event loops")
 struct LiveRoutesTests {
-    @Test func aLoopIsListedWhileASubscriptionLivesThere() async throws {
+    @Test func aMessageGoesToTheLoopsOfThePatternsItMatched() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let a = group.next(), b = group.next()
-        let room = try TopicPattern("room.x"), dm = try TopicPattern("dm.#")
+        let (ida, idb) = (ObjectIdentifier(a), ObjectIdentifier(b))
+        let room = try TopicPattern("room.x"), dm = try TopicPattern("dm.#"), sockets = try TopicPattern("ws.only")
         let onA = [LoopedLiveReceiver(loop: a), LoopedLiveReceiver(loop: a)]
         let onB = LoopedLiveReceiver(loop: b)
         let inline = CollectingLiveReceiver()
@@ -19,35 +20,45 @@ struct LiveRoutesTests {
             LiveSubscriber(session: ObjectIdentifier(receiver), subscriptionID: id, receiver: receiver)
         }
         var routes = LiveRoutes()
-        func listed() -> [ObjectIdentifier] { routes.loops.map { ObjectIdentifier($0) } }
+        func handedTo(_ key: String) throws -> [ObjectIdentifier] { routes.match(try RouteKey(key)).loops.map { ObjectIdentifier($0) } }
 
-        let r1 = routes.insert(room, subscriber(onA[0], "s1"))
-        #expect(r1)
-        let r2 = routes.insert(room, subscriber(inline, "s1"))
-        #expect(!r2)
-        #expect(listed() == [ObjectIdentifier(a)], "a receiver without a loop of its own lists none")
-        let r3 = routes.insert(room, subscriber(onA[0], "s1"))
-        #expect(!r3, "the same subscription again")
+        let first = routes.insert(room, subscriber(onA[0], "s1"))
+        #expect(first)
+        let second = routes.insert(room, subscriber(inline, "s1"))
+        #expect(!second)
+        #expect(routes.loops(of: room) == [ida], "a receiver without a loop of its own adds none")
+        let again = routes.insert(room, subscriber(onA[0], "s1"))
+        #expect(!again, "the same subscription again")
         _ = routes.insert(dm, subscriber(onA[1], "s2"))
         _ = routes.insert(room, subscriber(onB, "s1"))
-        #expect(listed() == [ObjectIdentifier(a), ObjectIdentifier(b)])
+        _ = routes.insert(sockets, subscriber(inline, "s3"))
+        #expect(routes.loops(of: room) == [ida, idb])
+        #expect(try handedTo("room.x") == [ida, idb])
+        #expect(try handedTo("dm.q") == [ida], "only the loop of dm.#'s subscriber")
+        #expect(try handedTo("ws.only").isEmpty, "sockets only: no hand-off")
+        #expect(routes.match(try RouteKey("ws.only")).sets.count == 1)
+        #expect(routes.match(try RouteKey("nobody.here")).sets.isEmpty)
 
         // A subscription that is not there (another id, another pattern) takes nothing away.
-        let r4 = routes.remove(room, subscriber(onA[0], "other"))
-        #expect(!r4)
-        let r5 = routes.remove(dm, subscriber(onA[0], "s1"))
-        #expect(!r5)
+        let otherID = routes.remove(room, subscriber(onA[0], "other"))
+        #expect(!otherID)
+        let otherPattern = routes.remove(dm, subscriber(onA[0], "s1"))
+        #expect(!otherPattern)
+        #expect(routes.loops(of: room) == [ida, idb] && routes.loops(of: dm) == [ida])
         _ = routes.remove(room, subscriber(onA[0], "s1"))
-        let r6 = routes.remove(room, subscriber(onA[0], "s1"))
-        #expect(!r6, "removed twice")
-        #expect(listed() == [ObjectIdentifier(a), ObjectIdentifier(b)], "a's other subscription is still there")
-        let r7 = routes.remove(dm, subscriber(onA[1], "s2"))
-        #expect(r7, "dm.# had one subscriber")
-        #expect(listed() == [ObjectIdentifier(b)])
+        let twice = routes.remove(room, subscriber(onA[0], "s1"))
+        #expect(!twice, "removed twice")
+        #expect(routes.loops(of: room) == [idb])
+        #expect(try handedTo("room.x") == [idb])
+        #expect(routes.loops(of: dm) == [ida], "a's subscription to dm.# is still there")
+        let dmLast = routes.remove(dm, subscriber(onA[1], "s2"))
+        #expect(dmLast, "dm.# had one subscriber")
+        #expect(routes.loops(of: dm).isEmpty)
         _ = routes.remove(room, subscriber(onB, "s1"))
-        #expect(listed().isEmpty)
-        let r8 = routes.remove(room, subscriber(inline, "s1"))
-        #expect(r8, "room.x's last")
+        #expect(try handedTo("room.x").isEmpty)
+        let roomLast = routes.remove(room, subscriber(inline, "s1"))
+        #expect(roomLast, "room.x's last")
+        _ = routes.remove(sockets, subscriber(inline, "s3"))
         #expect(routes.trie.patternCount == 0)
         try await group.shutdownGracefully()
     }

@@ -172,19 +172,16 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
         // The matched subscriber sets as the trie holds them (no copy of a subscriber), taken
         // under the lock and delivered outside it.
-        var matched: [Set<LiveSubscriber>] = []
-        let loops = routes.withLockedValue { r in
-            r.trie.forEachMatch(key) { _, subscribers in matched.append(subscribers) }
-            return r.loops
-        }
+        let (matched, loops) = routes.withLockedValue { $0.match(key) }
         if matched.isEmpty { return }
         let (envelope, _, own) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
         guard sizeGuard.admits(envelope.readableBytes, own: own, of: message, path: "live", metrics: metrics) else { return }
         let fanOut = LiveFanOut(matched: matched, envelope: envelope, routeKey: key, routeClass: routeClass, acceptedAt: accepted,
                                 metrics: metrics)
         // Receivers with a loop of their own (poll sessions) get the message there: one hand-off
-        // per message and loop, handed over first so that the other loops work while this one
-        // does its own share (receivers without a loop, and those on this loop).
+        // per message and loop (only the loops of the matched patterns' subscribers), handed over
+        // first so that the other loops work while this one does its own share (receivers
+        // without a loop, and those on this loop).
         var current: ObjectIdentifier?
         for loop in loops {
             let id = ObjectIdentifier(loop)

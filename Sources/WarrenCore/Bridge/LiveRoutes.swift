@@ -1,22 +1,27 @@
 import NIOCore
 
-/// The live fan-out's routing state, kept under one lock: each pattern's subscribers, and the
-/// event loops their deliveries are handed to (``LiveReceiver/liveLoop``), each counted by
-/// the subscriptions that live on it, so a loop is handed a message's matches only while some
-/// subscriber lives there.
+/// The live fan-out's routing state, kept under one lock: each pattern's subscribers, and per
+/// pattern the event loops its subscribers' deliveries are handed to (``LiveReceiver/liveLoop``),
+/// each counted by the subscriptions that live on it. A message is handed only to the loops of
+/// the patterns it matched: one poll session per key (a user's own inbox pattern) wakes its own
+/// loop, not every loop of the node.
 struct LiveRoutes {
     let trie = TopicTrie<LiveSubscriber>()
-    private var counts: [ObjectIdentifier: Int] = [:]
-    /// The loops with at least one subscriber.
-    private(set) var loops: [any EventLoop] = []
+    /// The loops of each pattern's subscribers (patterns whose subscribers all lack a loop are absent).
+    private var loopsByPattern: [String: [(loop: any EventLoop, id: ObjectIdentifier, subscriptions: Int)]] = [:]
 
     /// Adds a subscriber; true when it is the pattern's first (the caller binds it then).
     mutating func insert(_ pattern: TopicPattern, _ subscriber: LiveSubscriber) -> Bool {
         let isNew = !trie.subscribers(of: pattern).contains(subscriber)
         let first = trie.insert(pattern, subscriber)
         if isNew, let loop = subscriber.loop, let id = subscriber.loopID {
-            counts[id, default: 0] += 1
-            if counts[id] == 1 { loops.append(loop) }
+            var loops = loopsByPattern[pattern.value, default: []]
+            if let k = loops.firstIndex(where: { $0.id == id }) {
+                loops[k].subscriptions += 1
+            } else {
+                loops.append((loop, id, 1))
+            }
+            loopsByPattern[pattern.value] = loops
         }
         return first
     }
@@ -25,14 +30,31 @@ struct LiveRoutes {
     mutating func remove(_ pattern: TopicPattern, _ subscriber: LiveSubscriber) -> Bool {
         let wasThere = trie.subscribers(of: pattern).contains(subscriber)
         let last = trie.remove(pattern, subscriber)
-        if wasThere, let id = subscriber.loopID, let n = counts[id] {
-            if n > 1 {
-                counts[id] = n - 1
-            } else {
-                counts[id] = nil
-                loops.removeAll { ObjectIdentifier($0) == id }
-            }
+        if wasThere, let id = subscriber.loopID, var loops = loopsByPattern[pattern.value],
+           let k = loops.firstIndex(where: { $0.id == id }) {
+            loops[k].subscriptions -= 1
+            if loops[k].subscriptions == 0 { loops.remove(at: k) }
+            loopsByPattern[pattern.value] = loops.isEmpty ? nil : loops
         }
         return last
+    }
+
+    /// The subscriber sets of the patterns matching `key`, as the trie holds them, and the loops
+    /// their subscribers live on (each once).
+    func match(_ key: RouteKey) -> (sets: [Set<LiveSubscriber>], loops: [any EventLoop]) {
+        var sets: [Set<LiveSubscriber>] = []
+        var loops: [any EventLoop] = []
+        trie.forEachMatch(key) { pattern, subscribers in
+            sets.append(subscribers)
+            for entry in loopsByPattern[pattern] ?? [] where !loops.contains(where: { ObjectIdentifier($0) == entry.id }) {
+                loops.append(entry.loop)
+            }
+        }
+        return (sets, loops)
+    }
+
+    /// The loops with a subscriber of `pattern`.
+    func loops(of pattern: TopicPattern) -> [ObjectIdentifier] {
+        (loopsByPattern[pattern.value] ?? []).map(\.id)
     }
 }
