@@ -2,7 +2,7 @@ import NIOCore
 
 /// One live message's fan-out to the subscribers it matched: the matched subscriber sets as
 /// the trie holds them (shared, not copied), the message's client envelope, and what every
-/// delivery of it carries. Each event loop takes its own share (``deliver(loop:)``), building
+/// delivery of it carries. Each event loop takes its own share (``deliver(loop:current:)``), building
 /// its own `msg` frame per subscription id, so the broker connection's loop hands the message
 /// to the other loops before it touches a single subscriber: with 500 poll sessions on a room,
 /// the grouping of subscribers by loop on the broker's thread had kept every loop's share
@@ -34,7 +34,7 @@ struct LiveFanOut: Sendable {
                     continue
                 }
                 guard let receiver = subscriber.receiver else { continue }
-                if subscriber.subscriptionID != currentID || delivery == nil {
+                if subscriber.subscriptionID != currentID {
                     currentID = subscriber.subscriptionID
                     delivery = frames[subscriber.subscriptionID] ?? frame(for: subscriber.subscriptionID, into: &frames)
                 }
