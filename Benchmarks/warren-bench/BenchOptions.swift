@@ -26,7 +26,8 @@ struct BenchOptions: ParsableArguments {
     var stompPort = 15674
     @Option(help: "The port the bench's Nchan (nginx) listens on.")
     var nchanPort = 18090
-    @Option var exchange = "chat"
+    @Option(help: "The topic exchange of every run (Warren is pointed at it too). Not the shipped bridge.toml's `chat`: a demo node's store queue, bound there with `#`, would keep every bench message, and its clients would get them.")
+    var exchange = "warren.bench"
 
     @Option var roomClients = 100
     @Option var roomMessages = 2000
