@@ -13,9 +13,14 @@ python3 -c "import prometheus_client" 2>/dev/null || pip install -q prometheus-c
 # The JavaScript client's tests run in Node (on the machine) and in headless Chromium.
 command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 log=$(mktemp)
+# The broker's queues and exchanges before the suite: what the suite's nodes leave (durable
+# exchanges, inbox and bot queues) is deleted at the end (scripts/broker_names.py).
+names=$(mktemp)
+scripts/broker_names.py list > "$names" || rm -f "$names"
 # The cluster-failover soak starts a 3-node RabbitMQ cluster (scripts/rabbitmq.sh cluster) and
 # stops it at its end; stopped here too in case a failure left it running.
-trap 'rm -f "$log"; scripts/rabbitmq.sh cluster stop >/dev/null 2>&1 || true' EXIT
+trap 'rm -f "$log"; scripts/rabbitmq.sh cluster stop >/dev/null 2>&1 || true
+      [ -f "$names" ] && { scripts/broker_names.py tidy "$names" || true; rm -f "$names"; }' EXIT
 # Serial: some integration tests close every broker connection on purpose.
 status=0
 swift test --no-parallel "$@" 2>&1 | tee "$log" || status=$?
