@@ -161,6 +161,16 @@ let package = Package(
             ],
             path: "Benchmarks/warren-bench"
         ),
+        // Not Warren: a measuring instrument, the least a long-poll server fed through RabbitMQ costs (BENCHMARKS.md).
+        .executableTarget(
+            name: "poll-floor",
+            dependencies: [
+                "AMQPClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/poll-floor"
+        ),
         // Unit tests: no broker, run in seconds (the recovery tests talk to a scripted AMQP peer on loopback).
         .testTarget(
             name: "AMQPClientTests",
