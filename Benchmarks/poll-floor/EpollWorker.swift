@@ -15,8 +15,11 @@ final class EpollWorker: @unchecked Sendable {
     private var scratch = [UInt8](repeating: 0, count: 4096)
     /// Messages handed over by the AMQP consumer's thread.
     private let inbox = Mutex<[FloorMessage]>([])
+    /// CPU to burn per poll answer, standing in for a server's own work (`POLL_FLOOR_WORK_NS`).
+    private let workNanos: UInt64
 
-    init(port: UInt16) {
+    init(port: UInt16, workNanos: UInt64 = 0) {
+        self.workNanos = workNanos
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -91,6 +94,7 @@ final class EpollWorker: @unchecked Sendable {
             for connection in sessions {
                 if connection.parked {
                     connection.parked = false
+                    work()
                     send(connection, message.response)
                 } else {
                     connection.pending.append(message)
@@ -118,6 +122,7 @@ final class EpollWorker: @unchecked Sendable {
                 connection.parked = true
                 return
             }
+            work()
             let items = connection.pending.map(\.item)
             connection.pending.removeAll(keepingCapacity: true)
             send(connection, FloorMessage.answer(items: items, sequence: last.sequence))
@@ -132,6 +137,16 @@ final class EpollWorker: @unchecked Sendable {
         case .other:
             send(connection, FloorMessage.notFound)
         }
+    }
+
+    private func work() {
+        guard workNanos > 0 else { return }
+        var start = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        var now = start
+        repeat {
+            clock_gettime(CLOCK_MONOTONIC, &now)
+        } while UInt64((now.tv_sec - start.tv_sec) * 1_000_000_000 + (now.tv_nsec - start.tv_nsec)) < workNanos
     }
 
     /// Answers are a few hundred bytes on loopback: written whole, or the connection is dropped.

@@ -9,7 +9,8 @@
 // with `#` to `WARREN_AMQP_EXCHANGE`) and each answer is built once per message.
 //
 // Two servers, each on two threads like Warren's event loops and nginx's workers:
-// - by default raw epoll, `read` and `write` (``EpollWorker``);
+// - by default raw epoll, `read` and `write` (``EpollWorker``); `POLL_FLOOR_WORK_NS=<n>` burns n ns
+//   of CPU per poll answer there, standing in for a server's own work;
 // - with `POLL_FLOOR_NIO=1`, SwiftNIO with one handler per connection (``FloorHandler``).
 import AMQPClient
 import Foundation
@@ -40,7 +41,8 @@ if environment["POLL_FLOOR_NIO"] == "1" {
         .bind(host: "127.0.0.1", port: Int(port)).get()
     sink = NIOFloorFan(loops)
 } else {
-    let workers = (0..<2).map { _ in EpollWorker(port: port) }
+    let work = environment["POLL_FLOOR_WORK_NS"].flatMap { UInt64($0) } ?? 0
+    let workers = (0..<2).map { _ in EpollWorker(port: port, workNanos: work) }
     for worker in workers { Thread { worker.run() }.start() }
     sink = EpollFan(workers)
 }
