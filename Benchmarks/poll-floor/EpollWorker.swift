@@ -1,3 +1,5 @@
+// Glibc's module leaves out <sys/epoll.h> and <sys/eventfd.h>; NIO's C shim (built for NIOPosix,
+// which this target depends on) includes them, and `CNIOLinux_accept4`.
 import CNIOLinux
 import Glibc
 import Synchronization
