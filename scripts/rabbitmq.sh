@@ -12,6 +12,9 @@
 #   scripts/rabbitmq.sh cluster stop       stop its nodes
 #   scripts/rabbitmq.sh cluster kill N     kill -9 node N (1..3)
 #   scripts/rabbitmq.sh cluster restart N  start node N again (it rejoins the cluster)
+#   scripts/rabbitmq.sh cluster settle N   wait (up to 120 s) until losing node N leaves every quorum queue
+#                                          its quorum: a node restarted a moment ago answers AMQP before
+#                                          its queue members have caught up
 #   scripts/rabbitmq.sh cluster urls       the nodes' AMQP URLs, comma-separated (for WARREN_AMQP_URL)
 #
 # systemd does not run on the machines this targets, so the node is started by hand
@@ -217,8 +220,16 @@ cluster() {
             rm -f "$RABBITMQ_PID_FILE"
             ;;
         restart) node_start "${2:?node number}" ;;
+        settle)
+            node_env "${2:?node number}"
+            local until=$((SECONDS + 120))
+            until "$BIN/rabbitmq-queues" -n "$RABBITMQ_NODENAME" check_if_node_is_quorum_critical >/dev/null 2>&1; do
+                if [ "$SECONDS" -ge "$until" ]; then log "node $2 is still quorum-critical after 120 s"; return 1; fi
+                sleep 1
+            done
+            ;;
         urls) echo "amqp://guest:guest@127.0.0.1:$((CLUSTER_PORT + 1))/%2f,amqp://guest:guest@127.0.0.1:$((CLUSTER_PORT + 2))/%2f,amqp://guest:guest@127.0.0.1:$((CLUSTER_PORT + 3))/%2f" ;;
-        *) echo "usage: $0 cluster start|stop|kill N|restart N|urls" >&2; exit 2 ;;
+        *) echo "usage: $0 cluster start|stop|kill N|restart N|settle N|urls" >&2; exit 2 ;;
     esac
 }
 
