@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import NIOCore
 import WarrenCore
@@ -79,6 +80,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var clientClosed = false
     /// `100 Continue` was written for the request whose body is awaited.
     private var continued = false
+    /// The last poll taken here with what its parse found, kept while ``lastPolled`` is its
+    /// session: a next poll that repeats it but for its `ack` (``RepeatedPoll``) is taken
+    /// without parsing its head, its query or its identity again.
+    private var repeated: KeptPoll?
 
     init(_ door: PollConnectionContext, handOn: @escaping HandOn) {
         self.door = door
@@ -155,6 +160,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         taking = true
         defer { taking = false }
         while current == nil, !handedOn, pending.readableBytes > 0 {
+            if repeated != nil, takeRepeated(context) { continue }
             let head: RawRequestHead
             switch RawRequestHead.parse(pending.readableBytesView) {
             case .incomplete: return
@@ -183,9 +189,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             lastActive = .now()
             switch taken {
             case .poll(let bytes):
-                let utf8 = head.target.utf8
-                let session = Substring(utf8[utf8.index(utf8.startIndex, offsetBy: bytes.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: bytes.upperBound)])
-                serve(context, head, session: session, prepared: false)
+                serve(context, head, session: Self.slice(head.target, bytes), prepared: false)
             case .create:
                 current!.bytes = ByteBuffer()
                 create(context, head, body: ByteBuffer(bytes: bytes.readableBytesView.dropFirst(head.length)))
@@ -199,6 +203,33 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 break
             }
         }
+    }
+
+    /// The bytes `range` of `target`, as a substring of it.
+    private static func slice(_ target: String, _ range: Range<Int>) -> Substring {
+        let utf8 = target.utf8
+        return Substring(utf8[utf8.index(utf8.startIndex, offsetBy: range.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: range.upperBound)])
+    }
+
+    /// Takes a poll that repeats the last one taken here but for its `ack` (``RepeatedPoll``),
+    /// with what that one's parse found. False, nothing read, for anything else (parsed as usual).
+    private func takeRepeated(_ context: ChannelHandlerContext) -> Bool {
+        guard let r = repeated, let service, !door.isDraining,
+              let found = pending.withUnsafeReadableBytes({ r.template.match($0) }) else { return false }
+        // A token that ran out since is the slow path's to refuse.
+        if let expiresAt = r.expiresAt, expiresAt <= Date() {
+            repeated = nil
+            return false
+        }
+        continued = false
+        let bytes = pending.readSlice(length: found.length)!
+        if pending.readableBytes == 0 { pending = ByteBuffer() }
+        current = (r.head, bytes)
+        lastActive = .now()
+        let ack = found.ack.map { bytes.getString(at: bytes.readerIndex + $0.lowerBound, length: $0.count)! }
+        poll(context, service, r.head, session: r.session, identity: r.identity, wait: r.wait, max: r.max, ack: ack,
+             prepared: false, repeated: true)
+        return true
     }
 
     /// Writes `100 Continue` once for a request whose client holds its body back until told
@@ -276,9 +307,27 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             let error = [wait, max].compactMap { if case .failure(let e) = $0 { e } else { nil } }[0]
             return fail(context, error)
         }
-        guard let identity = door.authenticator.knownIdentity(query: query, authorization: head.authorization) else {
+        guard let known = door.authenticator.known(query: query, authorization: head.authorization) else {
             return prepared ? handOn(context) : prepare(context, head, session: session, query: query)
         }
+        // The head's bytes, kept if the poll is taken here (gone once it parks).
+        let template = head.expectsContinue || head.close ? nil : current?.bytes.withUnsafeReadableBytes { RepeatedPoll(head: $0) }
+        repeated = nil
+        let taken = poll(context, service, head, session: session, identity: known.identity, wait: wait, max: max,
+                         ack: query.items["ack"], prepared: prepared, repeated: false)
+        if taken, let template {
+            repeated = KeptPoll(template: template, head: head, session: session, identity: known.identity, expiresAt: known.expiresAt,
+                                wait: wait, max: max)
+        }
+    }
+
+    /// Takes a poll whose identity, `wait` and `max` are known: answered or parked here (true),
+    /// or, when the session is not open here for it, readied in a task first (`prepared`
+    /// false) or handed to the router. `repeated`: the head is the last poll's, not this one's
+    /// (``takeRepeated(_:)``).
+    @discardableResult
+    private func poll(_ context: ChannelHandlerContext, _ service: PollService, _ head: RawRequestHead, session: Substring,
+                      identity: ClientIdentity, wait: Int, max: Int, ack: String?, prepared: Bool, repeated: Bool) -> Bool {
         // The user's connection slot is the session's (held from its opening on this node);
         // the poll only counts in `warren_connections{frontend="poll"}` while it is served.
         service.runtime.metrics.connectionOpened(.poll)
@@ -287,11 +336,23 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let sink = self.sink ?? PollConnectionSink(self, context)
         if !removed { self.sink = sink }
         let taken = service.pollOnLoop(session: session, user: identity.user, policy: identity.policy, wait: wait, max: max,
-                                       ack: query.items["ack"], to: sink, last: &lastPolled)
+                                       ack: ack, to: sink, last: &lastPolled, repeated: repeated)
         switch taken {
         case .elsewhere:
             release()
-            if prepared { handOn(context) } else { prepare(context, head, session: session, query: query) }
+            self.repeated = nil
+            if repeated {
+                // Parsed after all, to be readied with its own query.
+                guard let bytes = current?.bytes, case .head(let head) = RawRequestHead.parse(bytes.readableBytesView),
+                      case .poll(let range)? = take(head) else { return false }
+                current!.head = head
+                serve(context, head, session: Self.slice(head.target, range), prepared: false)
+            } else if prepared {
+                handOn(context)
+            } else {
+                prepare(context, head, session: session, query: Query(target: head.target))
+            }
+            return false
         case .answered:
             break
         case .parked(let output, let id):
@@ -304,6 +365,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 if clientClosed { context.close(promise: nil) }
             }
         }
+        return true
     }
 
     /// Verifies the token and opens the session here in a short-lived task, then takes the poll.

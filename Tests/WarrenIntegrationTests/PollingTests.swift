@@ -149,12 +149,25 @@ struct PollingTests {
     /// instead of being acked unseen by the next cursor: before 2026-11-29 it was lost (a soak of
     /// the Swift client lost one now and then). The lease is the default minute: only the poll
     /// brings it back within the test.
-    @Test func anAnswerThePollerNeverGotComesAgain() async throws {
+    ///
+    /// `keepAlive`: every poll on one connection, the same request but for its `ack`, which
+    /// Warren takes without parsing it again (`RepeatedPoll`): each poll's own cursor is acked,
+    /// not the one of the poll it repeats.
+    @Test(arguments: [false, true]) func anAnswerThePollerNeverGotComesAgain(keepAlive: Bool) async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }
         let alice = uniqueUser("alice"), bob = uniqueUser("bob")
-        let poller = try await Poller.open(port: warren.port, user: bob,
+        let opened = try await Poller.open(port: warren.port, user: bob,
                                            subscriptions: #"[{"id":"in","pattern":"\#(mine(bob))","mode":"inbox"}]"#)
+        let kept = keepAlive ? try await KeepAlivePoller(opened) : nil
+        defer { if let kept { Task { await kept.close() } } }
+        let poller = (
+            firstCursor: opened.firstCursor,
+            poll: { (wait: Int, ack: String?) async throws -> (messages: [JSONValue], cursor: String) in
+                if let kept { return try await kept.poll(wait: wait, ack: ack) }
+                return try await opened.poll(wait: wait, ack: ack)
+            }
+        )
         let sender = try await warren.socket(alice)
         func send(_ body: String) async throws {
             _ = try await sender.request(#"{"op":"pub","route":"\#(alice).\#(bob)","body":"\#(body)"}"#, expect: "puback")
@@ -163,21 +176,21 @@ struct PollingTests {
         // The first answer too: the first poll acks the cursor the session came with.
         let first = try #require(poller.firstCursor, "the 201 carries the session's first cursor")
         try await send("read")
-        let unread = try await poller.poll(wait: 10, ack: first)
+        let unread = try await poller.poll(10, first)
         #expect(bodies(unread.messages) == ["read"])
-        let read = try await poller.poll(wait: 10, ack: first)
+        let read = try await poller.poll(10, first)
         #expect(bodies(read.messages) == ["read"], "the first answer, never read, comes again")
         #expect(read.messages.first?["redelivered"] == .bool(true))
         try await send("lost")
-        let lost = try await poller.poll(wait: 10, ack: read.cursor)
+        let lost = try await poller.poll(10, read.cursor)
         #expect(bodies(lost.messages) == ["lost"])
         // The client never read that answer: it polls again with the cursor of the one it read.
-        let again = try await poller.poll(wait: 10, ack: read.cursor)
+        let again = try await poller.poll(10, read.cursor)
         try await send("sentinel")
         var got = bodies(again.messages)
         var cursor = again.cursor
         while !got.contains("sentinel") {
-            let next = try await poller.poll(wait: 10, ack: cursor)
+            let next = try await poller.poll(10, cursor)
             cursor = next.cursor
             if next.messages.isEmpty { break }
             got += bodies(next.messages)

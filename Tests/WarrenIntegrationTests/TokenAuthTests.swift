@@ -185,26 +185,37 @@ struct TokenAuthTests {
         // with it answers while the token holds and 401 on the first poll after.
         // A busy machine can spend the token's seconds (the CLI's start, the connect) before all
         // three uses: then it is minted again (the CI once saw the socket refused so).
-        var minted: (short: String, doomed: TestSocket, session: String)?
+        // The poll is also sent on a keep-alive connection, which sends it again after the expiry:
+        // the same bytes, which Warren takes without a parse (`RepeatedPoll`) while the token holds.
+        var minted: (short: String, doomed: TestSocket, session: String, kept: RawConnection, poll: String)?
         for _ in 0..<5 where minted == nil {
             let short = try await mint(alice, ttl: "3s")
             guard let doomed = try? await TestSocket.connect(port: warren.port, query: "token=\(short)", name: "short") else { continue }
             let bearer = [("Authorization", "Bearer \(short)")]
             let created = try await HTTPTestClient.request(.POST, port: warren.port, "/v1/poll",
                                                           body: #"{"subscriptions":[{"id":"s","pattern":"\#(mine(alice))"}]}"#, headers: bearer)
-            guard created.status == 201, let session = created.json?["session"]?.stringValue,
-                  try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0", headers: bearer).status == 200
+            let kept = try await RawConnection.open(port: warren.port)
+            let session = created.json?["session"]?.stringValue ?? ""
+            let poll = "GET /v1/poll/\(session)?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(short)\r\n\r\n"
+            try await kept.send(poll)
+            guard created.status == 201,
+                  try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0", headers: bearer).status == 200,
+                  await kept.received("HTTP/1.1 200", within: .seconds(10))
             else {
                 #expect(created.status == 201 || created.body.contains("token expired"), "\(created.body)")
                 await doomed.close()
+                await kept.drop()
                 continue
             }
-            minted = (short, doomed, session)
+            minted = (short, doomed, session, kept, poll)
         }
-        let (short, doomed, session) = try #require(minted, "a 3 s token used three times within its life, in five tries")
+        let (short, doomed, session, kept, poll) = try #require(minted, "a 3 s token used four times within its life, in five tries")
         #expect(await doomed.closeCode(timeout: .seconds(15)) == 4401)
         let late = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0&token=\(short)")
         #expect(late.status == 401 && late.body.contains("token expired"), "\(late.body)")
+        try await kept.send(poll)
+        #expect(await kept.received("token expired", within: .seconds(10)), "the same poll again on its connection: \(kept.text)")
+        await kept.drop()
         // The same session with a fresh token for the same user carries on.
         #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/v1/poll/\(session)?wait=0&token=\(token)").status == 200)
 

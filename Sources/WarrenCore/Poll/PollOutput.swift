@@ -16,6 +16,9 @@ public final class PollOutput: SessionOutput {
         var parkedAt: Int64 = 0
         var nextWaiter: UInt64 = 0
         var closed = false
+        /// Its session's polls on this node (``PollSession``): kept under the same lock as the
+        /// buffer, so that a poll's start and its answer take one lock each, not two.
+        var activity: PollActivity
     }
     private let state: NIOLockedValueBox<State>
     /// Called (outside the lock) for each live delivery dropped because the buffer was full.
@@ -27,8 +30,9 @@ public final class PollOutput: SessionOutput {
     /// event loop).
     public let liveDeliveryLoop: (any EventLoop)?
 
-    public init(maxLength: Int, home: (any EventLoop)? = nil, onDrop: @escaping @Sendable (PollItem) -> Void = { _ in }) {
-        self.state = NIOLockedValueBox(State(buffer: PollBuffer(maxLength: maxLength)))
+    public init(maxLength: Int, home: (any EventLoop)? = nil, now: Int64 = WallClock.milliseconds(),
+                onDrop: @escaping @Sendable (PollItem) -> Void = { _ in }) {
+        self.state = NIOLockedValueBox(State(buffer: PollBuffer(maxLength: maxLength), activity: PollActivity(now: now)))
         self.liveDeliveryLoop = home
         self.onDrop = onDrop
     }
@@ -120,6 +124,16 @@ public final class PollOutput: SessionOutput {
     /// Runs `body` on the buffer under the lock.
     public func withBuffer<T>(_ body: (inout PollBuffer) -> T) -> T {
         state.withLockedValue { body(&$0.buffer) }
+    }
+
+    /// Runs `body` on the buffer and the session's activity under the lock.
+    func withBufferAndActivity<T>(_ body: (inout PollBuffer, inout PollActivity) -> T) -> T {
+        state.withLockedValue { body(&$0.buffer, &$0.activity) }
+    }
+
+    /// Runs `body` on the session's activity under the lock.
+    func withActivity<T>(_ body: (inout PollActivity) -> T) -> T {
+        state.withLockedValue { body(&$0.activity) }
     }
 
     /// Whether a poll is parked here now.

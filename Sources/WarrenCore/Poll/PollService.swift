@@ -34,6 +34,9 @@ public final class PollService: Sendable {
     let codec: PollSessionCodec
     let nodeID: String
     let logger: Logger
+    /// The logger writes debug lines (asked once: its handler's level, through an existential,
+    /// was read on every parked poll).
+    private let logsParks: Bool
     let loop: any EventLoop
     /// Sessions open on this node, by session string.
     private let sessions = NIOLockedValueBox<[PollSessionKey: PollSession]>([:])
@@ -51,6 +54,7 @@ public final class PollService: Sendable {
         self.codec = codec
         self.nodeID = nodeID
         self.logger = logger
+        self.logsParks = logger.logLevel <= .debug
         self.loop = loop
         self.deadlines = PollDeadlines(loop: loop, longest: .seconds(Int64(settings.maxWait)))
         let task = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
@@ -274,10 +278,12 @@ public final class PollService: Sendable {
     /// An answer: up to `max` (clamped to `poll.max_batch`) buffered deliveries, their inbox
     /// ones leased under the answer's cursor, and whether more were left. `none` takes nothing
     /// (the client went) but still makes a cursor.
-    private func take(from session: PollSession, max: Int, now: Int64, none: Bool = false) -> PollAnswer {
+    /// `endingPoll`: and the poll ends (``PollSession/pollEnded(now:)``), under the same lock.
+    private func take(from session: PollSession, max: Int, now: Int64, none: Bool = false, endingPoll: Bool = false) -> PollAnswer {
         let max = Swift.max(1, min(max, settings.maxBatch))
         let leaseMilliseconds = Int64(settings.lease) * 1000
-        let (items, seq, more) = session.output.withBuffer { b in
+        let (items, seq, more) = session.output.withBufferAndActivity { b, a in
+            if endingPoll { a.end(now: now) }
             let items = none ? [] : b.take(max: max, maxBytes: PollSettings.maxAnswerBytes)
             return (items, b.lease(items, now: now, duration: leaseMilliseconds), !b.isEmpty)
         }
@@ -314,31 +320,38 @@ public final class PollService: Sendable {
     /// `last`: the session this connection polled last, kept by it. A poll naming the same
     /// session string takes it without the node's table (its lock is shared by every event
     /// loop, and its lookup hashes and compares the string); set to the session polled now.
+    ///
+    /// `repeated`: the poll repeats the one that set `last` but for its cursor (the frontend
+    /// compared their bytes, and the identity is that poll's): its session string, user and
+    /// policy are not compared again.
     public func pollOnLoop(session token: Substring, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
-                           to sink: any PollAnswerSink, last: inout LastPolled?) -> LoopPoll {
-        let candidate: PollSession?
-        if let known = last?.session, PollSessionKey(known.token) == PollSessionKey(token), known.isListed {
-            candidate = known
-        } else {
-            candidate = sessions.withLockedValue { $0[token] }
+                           to sink: any PollAnswerSink, last: inout LastPolled?, repeated: Bool = false) -> LoopPoll {
+        let now = WallClock.milliseconds()
+        // Its user's, under its policy, with its inbox (if any) consumed here; then started, in
+        // one lock with the check that it is still in the node's table.
+        func startable(_ s: PollSession, checked: Bool) -> Bool {
+            (checked || (s.descriptor.user == user && s.policy == policy)) && (!s.hasInbox || s.client.inboxConsuming)
         }
-        guard let session = candidate, session.descriptor.user == user, session.policy == policy,
-              !session.hasInbox || session.client.inboxConsuming, session.pollStarted() else {
+        let session: PollSession
+        if let known = last?.session, repeated || PollSessionKey(known.token) == PollSessionKey(token),
+           startable(known, checked: repeated), known.output.withActivity({ $0.start(now: now, listed: true) }) {
+            session = known
+        } else if let found = sessions.withLockedValue({ $0[token] }), startable(found, checked: false), found.pollStarted() {
+            session = found
+        } else {
             last = nil
             return .elsewhere
         }
         if last?.session !== session { last = LastPolled(session: session) }
         if let cursor { ack(cursor, on: session, token: session.token, polling: true) }
         let finish: @Sendable () -> Void = { [self] in
-            let now = WallClock.milliseconds()
-            let taken = take(from: session, max: max, now: now, none: !sink.isAlive)
-            session.pollEnded(now: now)
+            let taken = take(from: session, max: max, now: WallClock.milliseconds(), none: !sink.isAlive, endingPoll: true)
             sink.answer(taken)
         }
         let wait = min(wait, settings.maxWait)
         if wait > 0 {
             if let id = session.output.park(timeout: .seconds(Int64(wait)), deadlines: deadlines, wake: finish) {
-                logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"])
+                if logsParks { logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"]) }
                 return .parked(session.output, id)
             }
         }
@@ -424,13 +437,13 @@ public final class PollService: Sendable {
                                 ref: nil)
         }
         let metrics = runtime.metrics
-        let output = PollOutput(maxLength: settings.maxLength, home: home) { _ in metrics.dropped(nil, .slowConsumer) }
+        let now = WallClock.milliseconds()
+        let output = PollOutput(maxLength: settings.maxLength, home: home, now: now) { _ in metrics.dropped(nil, .slowConsumer) }
         var logger = self.logger
         logger[metadataKey: "user"] = "\(d.user)"
         let client = ClientSession(runtime: runtime, user: d.user, device: d.device, rules: rules, output: output, via: .poll,
                                    logger: logger)
-        let session = PollSession(descriptor: d, token: token, policy: policy, client: client, output: output,
-                                  now: WallClock.milliseconds())
+        let session = PollSession(descriptor: d, token: token, policy: policy, client: client, output: output)
         do {
             for (id, pattern, mode, presence) in parsed {
                 try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence)

@@ -1,5 +1,3 @@
-import NIOConcurrencyHelpers
-
 /// A poll session as served on this node: the same ``ClientSession`` a WebSocket has (its
 /// subscriptions, ACL, limits, live fan-out and inbox acks), behind a ``PollOutput``.
 final class PollSession: Sendable {
@@ -12,26 +10,12 @@ final class PollSession: Sendable {
     let client: ClientSession
     let output: PollOutput
 
-    private struct Activity {
-        /// Polls being served now.
-        var polls = 0
-        /// When the last poll here ended (or the session was opened), ms.
-        var lastSeen: Int64
-        /// When the last poll here began (or the session was opened), ms.
-        var lastStarted: Int64
-        var ended = false
-        /// Taken out of the node's table (ended, or about to be).
-        var removed = false
-    }
-    private let activity: NIOLockedValueBox<Activity>
-
-    init(descriptor: PollSessionDescriptor, token: String, policy: AccessPolicy, client: ClientSession, output: PollOutput, now: Int64) {
+    init(descriptor: PollSessionDescriptor, token: String, policy: AccessPolicy, client: ClientSession, output: PollOutput) {
         self.descriptor = descriptor
         self.token = token
         self.policy = policy
         self.client = client
         self.output = output
-        self.activity = NIOLockedValueBox(Activity(lastSeen: now, lastStarted: now))
         self.hasInbox = descriptor.subscriptions.contains { $0.mode == SubscriptionMode.inbox.rawValue }
     }
 
@@ -41,45 +25,34 @@ final class PollSession: Sendable {
     /// A poll starts here; false if the session has ended meanwhile.
     func pollStarted() -> Bool {
         let now = WallClock.milliseconds()
-        return activity.withLockedValue { a in
-            guard !a.ended else { return false }
-            a.polls += 1
-            a.lastStarted = now
-            return true
-        }
+        return output.withActivity { $0.start(now: now) }
     }
 
     func pollEnded(now: Int64) {
-        activity.withLockedValue { a in
-            a.polls -= 1
-            a.lastSeen = now
-        }
+        output.withActivity { $0.end(now: now) }
     }
 
     /// How long nobody has polled here (0 while a poll is being served), in ms.
     func idle(now: Int64) -> Int64 {
-        activity.withLockedValue { a in a.polls > 0 ? 0 : now - a.lastSeen }
+        output.withActivity { a in a.polls > 0 ? 0 : now - a.lastSeen }
     }
 
     /// Whether no poll is served here now and none began here since `time` (Unix ms): its
     /// client polled another node then, and has not come back.
     func away(since time: Int64) -> Bool {
-        activity.withLockedValue { a in a.polls == 0 && a.lastStarted < time }
+        output.withActivity { a in a.polls == 0 && a.lastStarted < time }
     }
 
     /// Taken out of the node's table of open sessions; called under that table's lock, so a
     /// connection that kept the session from its last poll (``PollService/LastPolled``) looks it
     /// up again instead of serving it.
     func markRemoved() {
-        activity.withLockedValue { $0.removed = true }
+        output.withActivity { $0.removed = true }
     }
-
-    /// Still in the node's table.
-    var isListed: Bool { activity.withLockedValue { !$0.removed } }
 
     /// Marks the session ended; true the first time.
     func markEnded() -> Bool {
-        activity.withLockedValue { a in
+        output.withActivity { a in
             defer { a.ended = true }
             return !a.ended
         }

@@ -1,0 +1,27 @@
+import Foundation
+
+/// The last poll a ``PollConnectionHandler`` took on its connection, kept with what its parse
+/// found, for the next poll that repeats it but for its `ack` (``RepeatedPoll``). A class: the
+/// handler reads it on every poll, and a copy of its fields (strings, arrays, the identity)
+/// was a retain and a release each.
+final class KeptPoll {
+    let template: RepeatedPoll
+    let head: RawRequestHead
+    /// The session string, within `head`'s target.
+    let session: Substring
+    let identity: ClientIdentity
+    /// When the identity's token expires (token mode).
+    let expiresAt: Date?
+    let wait: Int
+    let max: Int
+
+    init(template: RepeatedPoll, head: RawRequestHead, session: Substring, identity: ClientIdentity, expiresAt: Date?, wait: Int, max: Int) {
+        self.template = template
+        self.head = head
+        self.session = session
+        self.identity = identity
+        self.expiresAt = expiresAt
+        self.wait = wait
+        self.max = max
+    }
+}
