@@ -162,6 +162,43 @@ struct PollBufferTests {
         #expect(woken.withLockedValue { $0 } == 1)
     }
 
+    /// A poll parked as a request (the event-loop path) takes its answer under the lock of the
+    /// delivery that ends its wait: the item, a cursor of its own, its poll ended. One whose
+    /// client went takes nothing, and the delivery waits for the next poll.
+    @Test func aParkedRequestTakesItsAnswerInTheDelivery() throws {
+        let output = PollOutput(maxLength: 10)
+        let sink = RecordingSink()
+        let request = PollRequest(sink: sink, max: 10, node: "n1", leaseMilliseconds: 60_000)
+        #expect(output.withActivity { $0.start(now: 0) })
+        guard case .parked = output.answerOrPark(request, timeout: .hours(1), deadlines: Self.deadlines) else {
+            Issue.record("an empty buffer parks the poll")
+            return
+        }
+        #expect(sink.answers.isEmpty)
+        _ = output.deliver(item(1).frame, inboxID: nil)
+        let first = try #require(sink.answers.first, "answered by the delivery")
+        #expect(numbers(first.messages) == [1] && first.cursor == "n1.1" && !first.more)
+        #expect(output.withActivity { $0.polls } == 0, "the poll ended with its answer")
+        // Buffered with no poll parked; the next poll is answered at once, with a cursor of its own.
+        _ = output.deliver(item(2).frame, inboxID: nil)
+        guard case .answered(let second) = output.answerOrPark(request, timeout: .hours(1), deadlines: Self.deadlines) else {
+            Issue.record("a poll finding deliveries is answered at once")
+            return
+        }
+        #expect(numbers(second.messages) == [2] && second.cursor == "n1.2")
+        // The client went: its parked poll takes nothing, and what came waits.
+        let gone = RecordingSink()
+        gone.alive = false
+        let request3 = PollRequest(sink: gone, max: 10, node: "n1", leaseMilliseconds: 60_000)
+        guard case .parked = output.answerOrPark(request3, timeout: .hours(1), deadlines: Self.deadlines) else {
+            Issue.record("an empty buffer parks the poll")
+            return
+        }
+        _ = output.deliver(item(3).frame, inboxID: nil)
+        #expect(gone.answers.first?.messages.isEmpty == true)
+        #expect(numbers(output.withBuffer { $0.take(max: 10) }) == [3])
+    }
+
     static let deadlines = PollDeadlines(loop: MultiThreadedEventLoopGroup.singleton.any(), longest: .hours(1))
 
     /// A poll's deadline wakes it; an earlier poll's deadline, coming round after a delivery

@@ -8,10 +8,18 @@ import NIOCore
 /// one at once (with what there is, possibly nothing) and waits in its place, as Nchan's
 /// "last in" does for concurrent subscribers of one channel.
 public final class PollOutput: SessionOutput {
+    /// What a parked poll does when it is to be answered.
+    private enum Wake {
+        /// Called once, outside the lock.
+        case call(@Sendable () -> Void)
+        /// Answered from here: under the lock that ends its wait, its answer is taken.
+        case answer(PollRequest)
+    }
+
     private struct State {
         var buffer: PollBuffer
-        /// The parked poll: called once, outside the lock, when it is to be answered.
-        var waiter: (id: UInt64, wake: @Sendable () -> Void)?
+        /// The parked poll.
+        var waiter: (id: UInt64, wake: Wake)?
         /// When (Unix ms) the parked poll parked.
         var parkedAt: Int64 = 0
         var nextWaiter: UInt64 = 0
@@ -45,27 +53,68 @@ public final class PollOutput: SessionOutput {
 
     public func deliver(_ frame: ByteBuffer, inboxID: String?) -> Bool {
         let item = PollItem(frame: frame, inboxID: inboxID)
-        let (dropped, waiter) = state.withLockedValue { s in
+        // A poll parked to be answered from here takes its answer under the same lock.
+        let (dropped, woken) = state.withLockedValue { s in
             (s.buffer.add(item), Self.takeWaiter(&s))
         }
         if dropped { onDrop(item) }
-        waiter?()
+        woken?.run()
         return true
     }
 
     public func close(code: UInt16, reason: String) {
-        let waiter = state.withLockedValue { s in
+        let woken = state.withLockedValue { s in
             s.closed = true
             return Self.takeWaiter(&s)
         }
-        waiter?()
+        woken?.run()
     }
 
-    /// Removes the parked poll (if any); the caller wakes it outside the lock.
-    private static func takeWaiter(_ s: inout State) -> (@Sendable () -> Void)? {
+    /// A parked poll taken from its place, to be run outside the lock: a call, or an answer
+    /// taken already and its sink.
+    private enum Woken {
+        case call(@Sendable () -> Void)
+        case answered(any PollAnswerSink, PollAnswer)
+
+        func run() {
+            switch self {
+            case .call(let wake): wake()
+            case .answered(let sink, let answer): sink.answer(answer)
+            }
+        }
+    }
+
+    /// Removes the parked poll (if any), taking its answer if it is answered from here; the
+    /// caller runs it outside the lock.
+    private static func takeWaiter(_ s: inout State) -> Woken? {
         guard let w = s.waiter else { return nil }
         s.waiter = nil
-        return w.wake
+        switch w.wake {
+        case .call(let wake): return .call(wake)
+        case .answer(let request): return .answered(request.sink, take(&s, request, now: WallClock.milliseconds()))
+        }
+    }
+
+    /// The answer to `request` (its poll ends): up to its `max` buffered deliveries (none when
+    /// its client went), their inbox ones leased under the answer's cursor.
+    private static func take(_ s: inout State, _ request: PollRequest, now: Int64) -> PollAnswer {
+        s.activity.end(now: now)
+        return answer(&s.buffer, max: request.max, node: request.node, leaseMilliseconds: request.leaseMilliseconds, now: now,
+                      none: !request.sink.isAlive)
+    }
+
+    /// An answer of up to `max` buffered deliveries (none: `none`), their inbox ones leased
+    /// until `now + leaseMilliseconds` under the answer's cursor, and whether more were left.
+    private static func answer(_ b: inout PollBuffer, max: Int, node: String, leaseMilliseconds: Int64, now: Int64, none: Bool) -> PollAnswer {
+        let items = none ? [] : b.take(max: max, maxBytes: PollSettings.maxAnswerBytes)
+        let seq = b.lease(items, now: now, duration: leaseMilliseconds)
+        return PollAnswer(messages: items, node: node, sequence: seq, more: !b.isEmpty)
+    }
+
+    /// An answer now, for a poll awaited elsewhere (``wait(timeout:deadlines:)``): see
+    /// ``answer(_:max:node:leaseMilliseconds:now:none:)``.
+    public func answer(max: Int, node: String, leaseMilliseconds: Int64, now: Int64) -> PollAnswer {
+        state.withLockedValue { Self.answer(&$0.buffer, max: max, node: node, leaseMilliseconds: leaseMilliseconds, now: now, none: false) }
     }
 
     // MARK: polls
@@ -82,18 +131,46 @@ public final class PollOutput: SessionOutput {
     /// deadline, a poll taking its place, a close, ``wake(parked:)``). Returns the parked poll's
     /// id; nil, and `wake` not kept, when there is something to answer already.
     public func park(timeout: TimeAmount, deadlines: PollDeadlines, wake: @escaping @Sendable () -> Void) -> UInt64? {
-        let (parked, displaced) = state.withLockedValue { s -> (UInt64?, (@Sendable () -> Void)?) in
+        let (parked, displaced) = state.withLockedValue { s -> (UInt64?, Woken?) in
             if s.closed || !s.buffer.isEmpty { return (nil, nil) }
-            let displaced = Self.takeWaiter(&s)
-            s.nextWaiter += 1
-            let id = s.nextWaiter
-            s.waiter = (id, wake)
-            s.parkedAt = WallClock.milliseconds()
-            return (id, displaced)
+            return Self.park(&s, .call(wake), now: WallClock.milliseconds())
         }
-        displaced?()
+        displaced?.run()
         if let parked { deadlines.add(self, id: parked, after: timeout) }
         return parked
+    }
+
+    /// How ``answerOrPark(_:timeout:deadlines:)`` took a poll.
+    public enum Taken: Sendable {
+        /// Answered now (its sink was not called: the caller answers).
+        case answered(PollAnswer)
+        /// Parked as this id: its sink is answered when a delivery, the deadline, a poll taking
+        /// its place, a close or ``wake(parked:)`` ends it.
+        case parked(UInt64)
+    }
+
+    /// A poll that has started (``PollSession/pollStarted()``): answered at once when there is
+    /// something to answer (or nothing to wait for, `timeout` nil), else parked. Its answer,
+    /// whenever it comes, is taken under the lock that ends its wait, and its poll ends there.
+    public func answerOrPark(_ request: PollRequest, timeout: TimeAmount?, deadlines: PollDeadlines) -> Taken {
+        let now = WallClock.milliseconds()
+        let (taken, displaced) = state.withLockedValue { s -> (Taken, Woken?) in
+            guard let timeout, timeout > .zero, !s.closed, s.buffer.isEmpty else { return (.answered(Self.take(&s, request, now: now)), nil) }
+            let (id, displaced) = Self.park(&s, .answer(request), now: now)
+            return (.parked(id), displaced)
+        }
+        displaced?.run()
+        if case .parked(let id) = taken, let timeout { deadlines.add(self, id: id, after: timeout) }
+        return taken
+    }
+
+    /// Parks `wake` in the place of the poll parked before (returned, to be run outside the lock).
+    private static func park(_ s: inout State, _ wake: Wake, now: Int64) -> (UInt64, Woken?) {
+        let displaced = takeWaiter(&s)
+        s.nextWaiter += 1
+        s.waiter = (s.nextWaiter, wake)
+        s.parkedAt = now
+        return (s.nextWaiter, displaced)
     }
 
     /// Answers the parked poll now (a drain).
@@ -103,32 +180,27 @@ public final class PollOutput: SessionOutput {
     public func wake(parked id: UInt64) { wake(only: id) }
 
     private func wake(only id: UInt64?) {
-        let waiter = state.withLockedValue { s -> (@Sendable () -> Void)? in
+        let woken = state.withLockedValue { s -> Woken? in
             guard let w = s.waiter, id == nil || w.id == id else { return nil }
             return Self.takeWaiter(&s)
         }
-        waiter?()
+        woken?.run()
     }
 
     /// Answers the parked poll if it parked before `time` (Unix ms): its client polled another
     /// node then, one request at a time, so this one's connection is gone without a word, and
     /// left parked it would take the next delivery for nobody.
     public func wake(parkedBefore time: Int64) {
-        let waiter = state.withLockedValue { s -> (@Sendable () -> Void)? in
+        let woken = state.withLockedValue { s -> Woken? in
             guard s.waiter != nil, s.parkedAt < time else { return nil }
             return Self.takeWaiter(&s)
         }
-        waiter?()
+        woken?.run()
     }
 
     /// Runs `body` on the buffer under the lock.
     public func withBuffer<T>(_ body: (inout PollBuffer) -> T) -> T {
         state.withLockedValue { body(&$0.buffer) }
-    }
-
-    /// Runs `body` on the buffer and the session's activity under the lock.
-    func withBufferAndActivity<T>(_ body: (inout PollBuffer, inout PollActivity) -> T) -> T {
-        state.withLockedValue { body(&$0.buffer, &$0.activity) }
     }
 
     /// Runs `body` on the session's activity under the lock.

@@ -276,18 +276,10 @@ public final class PollService: Sendable {
     }
 
     /// An answer: up to `max` (clamped to `poll.max_batch`) buffered deliveries, their inbox
-    /// ones leased under the answer's cursor, and whether more were left. `none` takes nothing
-    /// (the client went) but still makes a cursor.
-    /// `endingPoll`: and the poll ends (``PollSession/pollEnded(now:)``), under the same lock.
-    private func take(from session: PollSession, max: Int, now: Int64, none: Bool = false, endingPoll: Bool = false) -> PollAnswer {
-        let max = Swift.max(1, min(max, settings.maxBatch))
-        let leaseMilliseconds = Int64(settings.lease) * 1000
-        let (items, seq, more) = session.output.withBufferAndActivity { b, a in
-            if endingPoll { a.end(now: now) }
-            let items = none ? [] : b.take(max: max, maxBytes: PollSettings.maxAnswerBytes)
-            return (items, b.lease(items, now: now, duration: leaseMilliseconds), !b.isEmpty)
-        }
-        return PollAnswer(messages: items, node: nodeID, sequence: seq, more: more)
+    /// ones leased under the answer's cursor, and whether more were left.
+    private func take(from session: PollSession, max: Int, now: Int64) -> PollAnswer {
+        session.output.answer(max: Swift.max(1, min(max, settings.maxBatch)), node: nodeID, leaseMilliseconds: Int64(settings.lease) * 1000,
+                              now: now)
     }
 
     /// The session a connection polled last (``pollOnLoop(session:user:policy:wait:max:ack:to:last:)``):
@@ -344,19 +336,17 @@ public final class PollService: Sendable {
         }
         if last?.session !== session { last = LastPolled(session: session) }
         if let cursor { ack(cursor, on: session, token: session.token, polling: true) }
-        let finish: @Sendable () -> Void = { [self] in
-            let taken = take(from: session, max: max, now: WallClock.milliseconds(), none: !sink.isAlive, endingPoll: true)
-            sink.answer(taken)
-        }
+        let request = PollRequest(sink: sink, max: Swift.max(1, min(max, settings.maxBatch)), node: nodeID,
+                                  leaseMilliseconds: Int64(settings.lease) * 1000)
         let wait = min(wait, settings.maxWait)
-        if wait > 0 {
-            if let id = session.output.park(timeout: .seconds(Int64(wait)), deadlines: deadlines, wake: finish) {
-                if logsParks { logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"]) }
-                return .parked(session.output, id)
-            }
+        switch session.output.answerOrPark(request, timeout: wait > 0 ? .seconds(Int64(wait)) : nil, deadlines: deadlines) {
+        case .answered(let answer):
+            sink.answer(answer)
+            return .answered
+        case .parked(let id):
+            if logsParks { logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"]) }
+            return .parked(session.output, id)
         }
-        finish()
-        return .answered
     }
 
     /// Opens the session on this node if it is not open here yet (its first poll here) and
