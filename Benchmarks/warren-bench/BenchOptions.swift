@@ -15,7 +15,7 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Where to write the JSON report.")
     var json = "warren-bench.json"
 
-    @Option(help: "The Warren binary (build it with `swift build -c release`).")
+    @Option(help: "The Warren binary (build it with `swift build -c release --product warren -Xswiftc -enforce-exclusivity=unchecked`).")
     var warrenBinary = ".build/release/warren"
     @Option(help: "Warren's configuration file; the bench overrides listen, auth and limits through the environment.")
     var config = "bridge.toml"
