@@ -344,7 +344,11 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             if repeated {
                 // Parsed after all, to be readied with its own query.
                 guard let bytes = current?.bytes, case .head(let head) = RawRequestHead.parse(bytes.readableBytesView),
-                      case .poll(let range)? = take(head) else { return false }
+                      case .poll(let range)? = take(head) else {
+                    // Not a head this parser takes after all (it matched one it took): the router answers it.
+                    handOn(context)
+                    return false
+                }
                 current!.head = head
                 serve(context, head, session: Self.slice(head.target, range), prepared: false)
             } else if prepared {

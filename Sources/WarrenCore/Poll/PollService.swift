@@ -282,13 +282,13 @@ public final class PollService: Sendable {
                               now: now)
     }
 
-    /// The session a connection polled last (``pollOnLoop(session:user:policy:wait:max:ack:to:last:)``):
+    /// The session a connection polled last (``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)``):
     /// opaque to the frontend, which keeps it for the connection's next poll.
     public struct LastPolled: Sendable {
         fileprivate let session: PollSession
     }
 
-    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:last:)`` took a poll.
+    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)`` took a poll.
     public enum LoopPoll: Sendable {
         /// Not a session open here with its inbox consuming and the poll's policy: take
         /// ``poll(session:user:policy:wait:max:ack:)``.
@@ -350,7 +350,7 @@ public final class PollService: Sendable {
     }
 
     /// Opens the session on this node if it is not open here yet (its first poll here) and
-    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:last:)``
+    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)``
     /// can take the next poll.
     /// `home`: the event loop of the connection polling (``create(user:device:policy:subscriptions:home:)``).
     public func prepare(session token: String, user: String, policy: AccessPolicy, home: (any EventLoop)? = nil)
