@@ -1,4 +1,5 @@
 import Foundation
+import WarrenCore
 
 /// The last poll a ``PollConnectionHandler`` took on its connection, kept with what its parse
 /// found, for the next poll that repeats it but for its `ack` (``RepeatedPoll``). A class: the
@@ -10,8 +11,9 @@ final class KeptPoll {
     /// The session string, within `head`'s target.
     let session: Substring
     let identity: ClientIdentity
-    /// When the identity's token expires (token mode).
-    let expiresAt: Date?
+    /// When the identity's token expires (token mode), in ms since 1970 (``WallClock``): the
+    /// clock read for the poll is compared with it (a `Date` would read the clock again).
+    let expiresAt: Int64?
     let wait: Int
     let max: Int
 
@@ -20,7 +22,7 @@ final class KeptPoll {
         self.head = head
         self.session = session
         self.identity = identity
-        self.expiresAt = expiresAt
+        self.expiresAt = expiresAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
         self.wait = wait
         self.max = max
     }

@@ -20,6 +20,7 @@ final class PollConnectionContext: Sendable {
         self.authenticator = routes.authenticator
         self.maxBatch = routes.configuration.poll.maxBatch
         self.maxBodyBytes = routes.support.maxBodyBytes
+        self.metrics = routes.link.metrics
     }
 
     // Kept here once: read through `routes` per request, each was a copy of a struct holding
@@ -27,6 +28,11 @@ final class PollConnectionContext: Sendable {
     let authenticator: Authenticator
     let maxBatch: Int
     let maxBodyBytes: Int
+    /// Where a poll being served is counted (`warren_connections{frontend="poll"}`): the node's
+    /// metrics, read here, not through the poll service's runtime on every poll (an object
+    /// both loops share, whose reference count is a side table's: its retain and release took
+    /// the runtime's slow path).
+    let metrics: WarrenMetrics
     /// The node's poll service, nil while the broker link is not up or the node drains.
     func service() -> PollService? { routes.readyService() }
 

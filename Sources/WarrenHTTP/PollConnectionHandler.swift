@@ -58,7 +58,14 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var sink: PollConnectionSink?
     /// The node's poll service, kept from this connection's first poll (a node has one for its
     /// life): a poll asks only whether the node drains, not the link's and the routes' locks.
-    private var service: PollService?
+    private var service: PollService? {
+        didSet { serviceRef = service.map { Unmanaged.passUnretained($0) } }
+    }
+    /// ``service``, unretained (it is held above): a repeated poll calls it without a retain
+    /// and a release (``takeRepeated(_:)``, which never sets ``service``). Both loops' polls
+    /// call the one service, and it is weakly referenced, so each was an atomic on a reference
+    /// count in a side table that both cores write.
+    private var serviceRef: Unmanaged<PollService>?
     /// The session this connection polled last: its next poll of the same session string takes
     /// it without the node's table of sessions.
     private var lastPolled: PollService.LastPolled?
@@ -66,13 +73,15 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var removed = false
     /// Answered with a refusal and closing: what else arrives is not read.
     private var refusedAndClosing = false
-    /// Where the poll being served is counted (`warren_connections{frontend="poll"}`).
-    private var held: WarrenMetrics?
+    /// The poll being served is counted in `warren_connections{frontend="poll"}`.
+    private var counted = false
     /// The connection is hummingbird's now.
     private var handedOn = false
     /// Close once the pending answer is written (`Connection: close`, a graceful shutdown).
     private var closeAfterAnswer = false
     private var idleTimer: Scheduled<Void>?
+    /// When the connection last had nothing to answer (set as each answer is written): while a
+    /// request is being answered, it is not idle (``idleCheck(_:)``).
     private var lastActive = NIODeadline.now()
     /// ``takeRequests(_:)`` is running (an answer written from inside it must not re-enter it).
     private var taking = false
@@ -186,7 +195,6 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             // poll would hold kilobytes of it, and the channel could not reuse it).
             if pending.readableBytes == 0 { pending = ByteBuffer() }
             current = (head, bytes)
-            lastActive = .now()
             switch taken {
             case .poll(let bytes):
                 serve(context, head, session: Self.slice(head.target, bytes), prepared: false)
@@ -214,10 +222,11 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// Takes a poll that repeats the last one taken here but for its `ack` (``RepeatedPoll``),
     /// with what that one's parse found. False, nothing read, for anything else (parsed as usual).
     private func takeRepeated(_ context: ChannelHandlerContext) -> Bool {
-        guard let r = repeated, let service, !door.isDraining,
+        guard let r = repeated, let serviceRef, !door.isDraining,
               let found = pending.withUnsafeReadableBytes({ r.template.match($0) }) else { return false }
         // A token that ran out since is the slow path's to refuse.
-        if let expiresAt = r.expiresAt, expiresAt <= Date() {
+        let now = WallClock.milliseconds()
+        if let expiresAt = r.expiresAt, expiresAt <= now {
             repeated = nil
             return false
         }
@@ -225,10 +234,9 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let bytes = pending.readSlice(length: found.length)!
         if pending.readableBytes == 0 { pending = ByteBuffer() }
         current = (r.head, bytes)
-        lastActive = .now()
         let ack = found.ack.map { bytes.getString(at: bytes.readerIndex + $0.lowerBound, length: $0.count)! }
-        poll(context, service, r.head, session: r.session, identity: r.identity, wait: r.wait, max: r.max, ack: ack,
-             prepared: false, repeated: true)
+        poll(context, serviceRef, r.head, session: r.session, identity: r.identity, wait: r.wait, max: r.max, ack: ack,
+             prepared: false, repeated: true, now: now)
         return true
     }
 
@@ -300,6 +308,8 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private func serve(_ context: ChannelHandlerContext, _ head: RawRequestHead, session: Substring, prepared: Bool) {
         let query = Query(target: head.target)
         if service == nil || door.isDraining { service = door.service() }
+        // Held here for the call: what the poll answers at once may take the next request, whose
+        // own parse may set ``service`` again.
         guard let service else { return handOn(context) }  // the router says why
         let wait = PollRoutes.nonNegative(query.items["wait"], name: "wait", default: 0)
         let max = PollRoutes.nonNegative(query.items["max"], name: "max", default: door.maxBatch)
@@ -313,7 +323,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         // The head's bytes, kept if the poll is taken here (gone once it parks).
         let template = head.expectsContinue || head.close ? nil : current?.bytes.withUnsafeReadableBytes { RepeatedPoll(head: $0) }
         repeated = nil
-        let taken = poll(context, service, head, session: session, identity: known.identity, wait: wait, max: max,
+        let taken = poll(context, Unmanaged.passUnretained(service), head, session: session, identity: known.identity, wait: wait, max: max,
                          ack: query.items["ack"], prepared: prepared, repeated: false)
         if taken, let template {
             repeated = KeptPoll(template: template, head: head, session: session, identity: known.identity, expiresAt: known.expiresAt,
@@ -326,17 +336,22 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// false) or handed to the router. `repeated`: the head is the last poll's, not this one's
     /// (``takeRepeated(_:)``).
     @discardableResult
-    private func poll(_ context: ChannelHandlerContext, _ service: PollService, _ head: RawRequestHead, session: Substring,
-                      identity: ClientIdentity, wait: Int, max: Int, ack: String?, prepared: Bool, repeated: Bool) -> Bool {
+    private func poll(_ context: ChannelHandlerContext, _ service: Unmanaged<PollService>, _ head: RawRequestHead, session: Substring,
+                      identity: ClientIdentity, wait: Int, max: Int, ack: String?, prepared: Bool, repeated: Bool,
+                      now: Int64 = WallClock.milliseconds()) -> Bool {
         // The user's connection slot is the session's (held from its opening on this node);
         // the poll only counts in `warren_connections{frontend="poll"}` while it is served.
-        service.runtime.metrics.connectionOpened(.poll)
-        held = service.runtime.metrics
+        if !counted {
+            door.metrics.connectionOpened(.poll)
+            counted = true
+        }
         // The answer may come from the broker's thread or a timer: written on this loop.
         let sink = self.sink ?? PollConnectionSink(self, context)
         if !removed { self.sink = sink }
-        let taken = service.pollOnLoop(session: session, user: identity.user, policy: identity.policy, wait: wait, max: max,
-                                       ack: ack, to: sink, last: &lastPolled, repeated: repeated)
+        let taken = service._withUnsafeGuaranteedRef {
+            $0.pollOnLoop(session: session, user: identity.user, policy: identity.policy, wait: wait, max: max,
+                          ack: ack, to: sink, last: &lastPolled, repeated: repeated, now: now)
+        }
         switch taken {
         case .elsewhere:
             release()
@@ -617,9 +632,9 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 
     private func release() {
-        guard let metrics = held else { return }
-        held = nil
-        metrics.connectionClosed(.poll)
+        guard counted else { return }
+        counted = false
+        door.metrics.connectionClosed(.poll)
     }
 
     // MARK: idle connections

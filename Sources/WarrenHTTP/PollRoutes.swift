@@ -88,7 +88,7 @@ struct PollRoutes: Sendable {
         return w.bytes
     }
 
-    /// Readies a long-poll for ``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)``:
+    /// Readies a long-poll for ``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``:
     /// verifies the token (then known without suspending) and opens the session on this node
     /// with its inbox consuming. Called by ``PollConnectionHandler`` for a poll it cannot take at once.
     func preparePoll(query: Query, authorization: String?, session: String, home: (any EventLoop)? = nil) async throws(ProtocolError) {

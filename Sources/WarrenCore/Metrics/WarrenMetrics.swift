@@ -202,12 +202,17 @@ public final class WarrenMetrics: Sendable {
         authFailureCounts[reason.rawValue].load(ordering: .relaxed)
     }
 
+    /// Counted here alone; `warren_connections` is set from the count when `/metrics` is
+    /// rendered (``prometheusText()``). A poll is counted while it is served, so this runs twice
+    /// per poll answer on every event loop, and recording the gauge each time (an atomic
+    /// compare-and-swap on a value both loops share, through the metrics handler) cost more
+    /// than the count.
     public func connectionOpened(_ frontend: Frontend) {
-        connectionGauges[frontend.rawValue].record(connectionCounts[frontend.rawValue].wrappingIncrementThenLoad(ordering: .relaxed))
+        connectionCounts[frontend.rawValue].wrappingIncrement(ordering: .relaxed)
     }
 
     public func connectionClosed(_ frontend: Frontend) {
-        connectionGauges[frontend.rawValue].record(connectionCounts[frontend.rawValue].wrappingDecrementThenLoad(ordering: .relaxed))
+        connectionCounts[frontend.rawValue].wrappingDecrement(ordering: .relaxed)
     }
 
     /// Users present (a user counted once per route), from every route present anywhere in the cluster.
@@ -250,7 +255,13 @@ public final class WarrenMetrics: Sendable {
     // MARK: reading
 
     /// The Prometheus text of everything registered.
-    public func prometheusText() -> [UInt8] { registry?.emitToBuffer() ?? [] }
+    /// The gauges kept as counts (``connectionOpened(_:)``) are set from them first. Two scrapes
+    /// at once may each render the other's reading: either is the count of a moment ago.
+    public func prometheusText() -> [UInt8] {
+        guard let registry else { return [] }
+        for (i, gauge) in connectionGauges.enumerated() { gauge.record(connectionCounts[i].load(ordering: .relaxed)) }
+        return registry.emitToBuffer()
+    }
 
     /// `/v1/stats`: the same figures per route class as JSON.
     public func statsJSON() -> [UInt8] {

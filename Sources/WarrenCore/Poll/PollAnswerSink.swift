@@ -1,5 +1,5 @@
 /// Where a poll taken on an event loop is answered
-/// (``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)``): a poller's connection,
+/// (``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``): a poller's connection,
 /// made once and kept for all its polls, so that taking a poll makes no closures for its answer
 /// (two per poll were, with their captures, ~1 % of Warren's samples in the poll benchmark).
 public protocol PollAnswerSink: AnyObject, Sendable {

@@ -1,4 +1,4 @@
-/// A poll taken on an event loop (``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)``),
+/// A poll taken on an event loop (``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``),
 /// as ``PollOutput`` keeps it while it is parked: what its answer takes and where it goes. Its
 /// answer is taken by whichever thread ends its wait, under the output's lock, with no closure
 /// made per poll.

@@ -282,13 +282,13 @@ public final class PollService: Sendable {
                               now: now)
     }
 
-    /// The session a connection polled last (``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)``):
+    /// The session a connection polled last (``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``):
     /// opaque to the frontend, which keeps it for the connection's next poll.
     public struct LastPolled: Sendable {
         fileprivate let session: PollSession
     }
 
-    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)`` took a poll.
+    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)`` took a poll.
     public enum LoopPoll: Sendable {
         /// Not a session open here with its inbox consuming and the poll's policy: take
         /// ``poll(session:user:policy:wait:max:ack:)``.
@@ -316,9 +316,11 @@ public final class PollService: Sendable {
     /// `repeated`: the poll repeats the one that set `last` but for its cursor (the frontend
     /// compared their bytes, and the identity is that poll's): its session string, user and
     /// policy are not compared again.
+    ///
+    /// `now`: the wall clock as the frontend read it for this poll (``WallClock``).
     public func pollOnLoop(session token: Substring, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
-                           to sink: any PollAnswerSink, last: inout LastPolled?, repeated: Bool = false) -> LoopPoll {
-        let now = WallClock.milliseconds()
+                           to sink: any PollAnswerSink, last: inout LastPolled?, repeated: Bool = false,
+                           now: Int64 = WallClock.milliseconds()) -> LoopPoll {
         // Its user's, under its policy, with its inbox (if any) consumed here; then started, in
         // one lock with the check that it is still in the node's table.
         func startable(_ s: PollSession, checked: Bool) -> Bool {
@@ -350,7 +352,7 @@ public final class PollService: Sendable {
     }
 
     /// Opens the session on this node if it is not open here yet (its first poll here) and
-    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:)``
+    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``
     /// can take the next poll.
     /// `home`: the event loop of the connection polling (``create(user:device:policy:subscriptions:home:)``).
     public func prepare(session token: String, user: String, policy: AccessPolicy, home: (any EventLoop)? = nil)
