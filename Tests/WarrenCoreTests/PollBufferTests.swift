@@ -214,7 +214,7 @@ struct PollBufferTests {
         // Parked again, for an hour: the first poll's slot comes round and must leave it be;
         // a third poll with a short deadline (a sentinel) is woken by the wheel, taking its place.
         let second = NIOLockedValueBox(0)
-        #expect(output.park(timeout: .hours(1), deadlines: Self.deadlines) { second.withLockedValue { $0 += 1 } } != nil)
+        #expect(output.park(timeout: .seconds(50), deadlines: deadlines) { second.withLockedValue { $0 += 1 } } != nil)
         let other = PollOutput(maxLength: 10)
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             #expect(other.park(timeout: .milliseconds(300), deadlines: deadlines) { c.resume() } != nil)
@@ -223,6 +223,42 @@ struct PollBufferTests {
         #expect(output.hasWaiter)
         output.wake()
         #expect(second.withLockedValue { $0 } == 1)
+    }
+
+    /// A poller that polls again as soon as each poll is answered puts its output in the wheel
+    /// once per `wait`, not once per poll.
+    @Test func aPollerPollingAgainAndAgainIsInTheWheelOnce() {
+        let deadlines = PollDeadlines(loop: MultiThreadedEventLoopGroup.singleton.any(), longest: .seconds(60))
+        let output = PollOutput(maxLength: 10)
+        let sink = RecordingSink()
+        for n in 1...100 {
+            let request = PollRequest(sink: sink, max: 10, node: "n", leaseMilliseconds: 1000)
+            guard case .parked = output.answerOrPark(request, timeout: .seconds(30), deadlines: deadlines) else {
+                Issue.record("poll \(n) was not parked")
+                return
+            }
+            _ = output.deliver(item(n).frame, inboxID: nil)
+        }
+        #expect(sink.answers.count == 100)
+        #expect(deadlines.entryCount == 1)
+    }
+
+    /// A poll with a shorter `wait` than the one before it is woken at its own deadline, not
+    /// when the wheel comes round to the output for the earlier poll's.
+    @Test func aShorterWaitAfterALongerOneTimesOutOnItsOwn() async {
+        let deadlines = PollDeadlines(loop: MultiThreadedEventLoopGroup.singleton.any(), longest: .seconds(60))
+        let output = PollOutput(maxLength: 10)
+        #expect(output.park(timeout: .seconds(50), deadlines: deadlines) {} != nil)
+        _ = output.deliver(item(1).frame, inboxID: nil)
+        _ = output.withBuffer { $0.take(max: 10) }
+        let short = NIOLockedValueBox(0)
+        #expect(output.park(timeout: .milliseconds(200), deadlines: deadlines) { short.withLockedValue { $0 += 1 } } != nil)
+        // A sentinel with a deadline well after the short one's.
+        let other = PollOutput(maxLength: 10)
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            #expect(other.park(timeout: .seconds(2), deadlines: deadlines) { c.resume() } != nil)
+        }
+        #expect(short.withLockedValue { $0 } == 1)
     }
 
     @Test func waitingInboxDeliveriesAreHandedBackLiveOnesStay() {

@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 
 /// A poll session's output: where its ``ClientSession`` puts deliveries, buffered for the next
@@ -27,8 +27,13 @@ public final class PollOutput: SessionOutput {
         /// Its session's polls on this node (``PollSession``): kept under the same lock as the
         /// buffer, so that a poll's start and its answer take one lock each, not two.
         var activity: PollActivity
+        /// The deadline wheel's turn at which the parked poll times out (``PollDeadlines``).
+        var waiterDue: UInt64 = 0
+        /// The earliest turn at which this output is in the wheel, if it is: a poll parking with
+        /// a deadline no earlier leaves the wheel alone.
+        var wheelDue: UInt64?
     }
-    private let state: NIOLockedValueBox<State>
+    private let state: Mutex<State>
     /// Called (outside the lock) for each live delivery dropped because the buffer was full.
     let onDrop: @Sendable (PollItem) -> Void
 
@@ -40,7 +45,7 @@ public final class PollOutput: SessionOutput {
 
     public init(maxLength: Int, home: (any EventLoop)? = nil, now: Int64 = WallClock.milliseconds(),
                 onDrop: @escaping @Sendable (PollItem) -> Void = { _ in }) {
-        self.state = NIOLockedValueBox(State(buffer: PollBuffer(maxLength: maxLength), activity: PollActivity(now: now)))
+        self.state = Mutex(State(buffer: PollBuffer(maxLength: maxLength), activity: PollActivity(now: now)))
         self.liveDeliveryLoop = home
         self.onDrop = onDrop
     }
@@ -54,7 +59,7 @@ public final class PollOutput: SessionOutput {
     public func deliver(_ frame: ByteBuffer, inboxID: String?) -> Bool {
         let item = PollItem(frame: frame, inboxID: inboxID)
         // A poll parked to be answered from here takes its answer under the same lock.
-        let (dropped, woken) = state.withLockedValue { s in
+        let (dropped, woken) = state.withLock { s in
             (s.buffer.add(item), Self.takeWaiter(&s))
         }
         if dropped { onDrop(item) }
@@ -63,7 +68,7 @@ public final class PollOutput: SessionOutput {
     }
 
     public func close(code: UInt16, reason: String) {
-        let woken = state.withLockedValue { s in
+        let woken = state.withLock { s in
             s.closed = true
             return Self.takeWaiter(&s)
         }
@@ -114,7 +119,7 @@ public final class PollOutput: SessionOutput {
     /// An answer now, for a poll awaited elsewhere (``wait(timeout:deadlines:)``): see
     /// ``answer(_:max:node:leaseMilliseconds:now:none:)``.
     public func answer(max: Int, node: String, leaseMilliseconds: Int64, now: Int64) -> PollAnswer {
-        state.withLockedValue { Self.answer(&$0.buffer, max: max, node: node, leaseMilliseconds: leaseMilliseconds, now: now, none: false) }
+        state.withLock { Self.answer(&$0.buffer, max: max, node: node, leaseMilliseconds: leaseMilliseconds, now: now, none: false) }
     }
 
     // MARK: polls
@@ -131,12 +136,13 @@ public final class PollOutput: SessionOutput {
     /// deadline, a poll taking its place, a close, ``wake(parked:)``). Returns the parked poll's
     /// id; nil, and `wake` not kept, when there is something to answer already.
     public func park(timeout: TimeAmount, deadlines: PollDeadlines, wake: @escaping @Sendable () -> Void) -> UInt64? {
-        let (parked, displaced) = state.withLockedValue { s -> (UInt64?, Woken?) in
+        let (parked, displaced) = state.withLock { s -> (UInt64?, Woken?) in
             if s.closed || !s.buffer.isEmpty { return (nil, nil) }
-            return Self.park(&s, .call(wake), now: WallClock.milliseconds())
+            let (id, displaced) = Self.park(&s, .call(wake), now: WallClock.milliseconds())
+            schedule(&s, due: deadlines.due(after: timeout), on: deadlines)
+            return (id, displaced)
         }
         displaced?.run()
-        if let parked { deadlines.add(self, id: parked, after: timeout) }
         return parked
     }
 
@@ -154,14 +160,37 @@ public final class PollOutput: SessionOutput {
     /// whenever it comes, is taken under the lock that ends its wait, and its poll ends there.
     public func answerOrPark(_ request: PollRequest, timeout: TimeAmount?, deadlines: PollDeadlines) -> Taken {
         let now = WallClock.milliseconds()
-        let (taken, displaced) = state.withLockedValue { s -> (Taken, Woken?) in
+        let (taken, displaced) = state.withLock { s -> (Taken, Woken?) in
             guard let timeout, timeout > .zero, !s.closed, s.buffer.isEmpty else { return (.answered(Self.take(&s, request, now: now)), nil) }
             let (id, displaced) = Self.park(&s, .answer(request), now: now)
+            schedule(&s, due: deadlines.due(after: timeout), on: deadlines)
             return (.parked(id), displaced)
         }
         displaced?.run()
-        if case .parked(let id) = taken, let timeout { deadlines.add(self, id: id, after: timeout) }
         return taken
+    }
+
+    /// The parked poll times out at turn `due` of `deadlines` (the session's service's only
+    /// wheel): this output goes in the wheel for it unless it is there for that turn or an
+    /// earlier one already (under the lock; the wheel's lock is taken inside this one, never
+    /// the other way round).
+    private func schedule(_ s: inout State, due: UInt64, on deadlines: PollDeadlines) {
+        s.waiterDue = due
+        if let inWheel = s.wheelDue, inWheel <= due { return }
+        s.wheelDue = deadlines.add(self, due: due)
+    }
+
+    /// The wheel's turn `turn` has come for this output: its parked poll is answered if its
+    /// deadline has come, else the output goes back in the wheel for that deadline.
+    func expire(at turn: UInt64, deadlines: PollDeadlines) {
+        let woken = state.withLock { s -> Woken? in
+            if let inWheel = s.wheelDue, inWheel <= turn { s.wheelDue = nil }
+            guard s.waiter != nil else { return nil }
+            if s.waiterDue <= turn { return Self.takeWaiter(&s) }
+            schedule(&s, due: s.waiterDue, on: deadlines)
+            return nil
+        }
+        woken?.run()
     }
 
     /// Parks `wake` in the place of the poll parked before (returned, to be run outside the lock).
@@ -180,7 +209,7 @@ public final class PollOutput: SessionOutput {
     public func wake(parked id: UInt64) { wake(only: id) }
 
     private func wake(only id: UInt64?) {
-        let woken = state.withLockedValue { s -> Woken? in
+        let woken = state.withLock { s -> Woken? in
             guard let w = s.waiter, id == nil || w.id == id else { return nil }
             return Self.takeWaiter(&s)
         }
@@ -191,7 +220,7 @@ public final class PollOutput: SessionOutput {
     /// node then, one request at a time, so this one's connection is gone without a word, and
     /// left parked it would take the next delivery for nobody.
     public func wake(parkedBefore time: Int64) {
-        let woken = state.withLockedValue { s -> Woken? in
+        let woken = state.withLock { s -> Woken? in
             guard s.waiter != nil, s.parkedAt < time else { return nil }
             return Self.takeWaiter(&s)
         }
@@ -200,14 +229,14 @@ public final class PollOutput: SessionOutput {
 
     /// Runs `body` on the buffer under the lock.
     public func withBuffer<T>(_ body: (inout PollBuffer) -> T) -> T {
-        state.withLockedValue { body(&$0.buffer) }
+        state.withLock { body(&$0.buffer) }
     }
 
     /// Runs `body` on the session's activity under the lock.
     func withActivity<T>(_ body: (inout PollActivity) -> T) -> T {
-        state.withLockedValue { body(&$0.activity) }
+        state.withLock { body(&$0.activity) }
     }
 
     /// Whether a poll is parked here now.
-    public var hasWaiter: Bool { state.withLockedValue { $0.waiter != nil } }
+    public var hasWaiter: Bool { state.withLock { $0.waiter != nil } }
 }
