@@ -51,8 +51,10 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private let setUpHummingbird: HandOn
     /// Bytes read and not yet taken.
     private var pending = ByteBuffer()
-    /// The request being answered: its head and raw bytes (handed on whole if the router must answer it).
-    private var current: (head: RawRequestHead, bytes: ByteBuffer)?
+    /// The request being answered: whether its head asks to close after it, and its raw bytes
+    /// (handed on whole if the router must answer it). Not its head: a copy of that kept until
+    /// the answer was a retain and a release of each of its strings per poll.
+    private var current: (close: Bool, bytes: ByteBuffer)?
     private var parked: (PollOutput, UInt64)?
     /// Where this connection's polls are answered (made at its first poll).
     private var sink: PollConnectionSink?
@@ -181,7 +183,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             guard let taken = take(head) else { return handOn(context) }
             if case .tooLarge = taken {
                 // Refused before the client sends the body; it may not wait, so nothing more is read.
-                current = (head, ByteBuffer())
+                current = (head.close, ByteBuffer())
                 closeAfterAnswer = true
                 return fail(context, door.routes.support.tooLarge)
             }
@@ -194,7 +196,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             // Nothing here keeps the read buffer's storage once a request is taken (a parked
             // poll would hold kilobytes of it, and the channel could not reuse it).
             if pending.readableBytes == 0 { pending = ByteBuffer() }
-            current = (head, bytes)
+            current = (head.close, bytes)
             switch taken {
             case .poll(let bytes):
                 serve(context, head, session: Self.slice(head.target, bytes), prepared: false)
@@ -233,7 +235,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         continued = false
         let bytes = pending.readSlice(length: found.length)!
         if pending.readableBytes == 0 { pending = ByteBuffer() }
-        current = (r.head, bytes)
+        current = (r.head.close, bytes)
         let ack = found.ack.map { bytes.getString(at: bytes.readerIndex + $0.lowerBound, length: $0.count)! }
         poll(context, serviceRef, r.head, session: r.session, identity: r.identity, wait: r.wait, max: r.max, ack: ack,
              prepared: false, repeated: true, now: now)
@@ -364,7 +366,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                     handOn(context)
                     return false
                 }
-                current!.head = head
+                current!.close = head.close
                 serve(context, head, session: Self.slice(head.target, range), prepared: false)
             } else if prepared {
                 handOn(context)
@@ -520,7 +522,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     /// Writes a JSON answer that is not a poll's (a new session, an error).
     private func answer(_ context: ChannelHandlerContext, status: Int, body: ByteBuffer) {
-        let close = current?.head.close ?? false
+        let close = current?.close ?? false
         var response = Self.responseHead(status: status, length: body.readableBytes, close: close, reserving: body.readableBytes)
         response.writeImmutableBuffer(body)
         answer(context, response: response, headSaysClose: close)
@@ -530,7 +532,7 @@ final class PollConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// the next request.
     private func answer(_ context: ChannelHandlerContext, response: ByteBuffer, headSaysClose: Bool) {
         // Only the head's `close` is read: the request (its strings) is not copied.
-        guard let asked = current?.head.close else { return }
+        guard let asked = current?.close else { return }
         current = nil
         lastActive = .now()
         let close = asked || closeAfterAnswer
