@@ -278,7 +278,7 @@ public final class PollService: Sendable {
     /// An answer: up to `max` (clamped to `poll.max_batch`) buffered deliveries, their inbox
     /// ones leased under the answer's cursor, and whether more were left.
     private func take(from session: PollSession, max: Int, now: Int64) -> PollAnswer {
-        session.output.answer(max: Swift.max(1, min(max, settings.maxBatch)), node: nodeID, leaseMilliseconds: Int64(settings.lease) * 1000,
+        session.output.answer(max: Swift.max(1, min(max, settings.maxBatch)), node: session.node, leaseMilliseconds: Int64(settings.lease) * 1000,
                               now: now)
     }
 
@@ -338,7 +338,7 @@ public final class PollService: Sendable {
         }
         if last?.session !== session { last = LastPolled(session: session) }
         if let cursor { ack(cursor, on: session, token: session.token, polling: true) }
-        let request = PollRequest(sink: sink, max: Swift.max(1, min(max, settings.maxBatch)), node: nodeID,
+        let request = PollRequest(sink: sink, max: Swift.max(1, min(max, settings.maxBatch)), node: session.node,
                                   leaseMilliseconds: Int64(settings.lease) * 1000)
         let wait = min(wait, settings.maxWait)
         switch session.output.answerOrPark(request, timeout: wait > 0 ? .seconds(Int64(wait)) : nil, deadlines: deadlines) {
@@ -435,7 +435,7 @@ public final class PollService: Sendable {
         logger[metadataKey: "user"] = "\(d.user)"
         let client = ClientSession(runtime: runtime, user: d.user, device: d.device, rules: rules, output: output, via: .poll,
                                    logger: logger)
-        let session = PollSession(descriptor: d, token: token, policy: policy, client: client, output: output)
+        let session = PollSession(descriptor: d, token: token, policy: policy, client: client, output: output, node: nodeID)
         do {
             for (id, pattern, mode, presence) in parsed {
                 try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence)

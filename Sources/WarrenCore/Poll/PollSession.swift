@@ -9,13 +9,20 @@ final class PollSession: Sendable {
     let policy: AccessPolicy
     let client: ClientSession
     let output: PollOutput
+    /// The node's id, for its answers' cursors, in storage of the session's own: every poll
+    /// and answer holds it for a moment, and a node id longer than 15 bytes (a host name) is
+    /// a heap string, one object for the whole node, whose reference count every poll on every
+    /// event loop would write.
+    let node: String
 
-    init(descriptor: PollSessionDescriptor, token: String, policy: AccessPolicy, client: ClientSession, output: PollOutput) {
+    init(descriptor: PollSessionDescriptor, token: String, policy: AccessPolicy, client: ClientSession, output: PollOutput,
+         node: String) {
         self.descriptor = descriptor
         self.token = token
         self.policy = policy
         self.client = client
         self.output = output
+        self.node = String(decoding: Array(node.utf8), as: UTF8.self)
         self.hasInbox = descriptor.subscriptions.contains { $0.mode == SubscriptionMode.inbox.rawValue }
     }
 
