@@ -5,7 +5,7 @@ import NIOHTTP1
 /// a client that holds its body back until told (curl for large bodies; older libcurl, as PHP
 /// back ends use it, from 1 KB) waited out its own timeout, a second for curl, on every such
 /// request of a connection the router serves: a keep-alive back end that read history and then
-/// published paid that second per publish. ``PollConnectionHandler`` answers the poll door's
+/// published paid that second per publish. ``PollConnection`` answers the poll door's
 /// own requests itself.
 ///
 /// Sits between NIO's HTTP/1 decoder and hummingbird's conversion (beside

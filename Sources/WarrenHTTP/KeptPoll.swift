@@ -1,7 +1,7 @@
 import Foundation
 import WarrenCore
 
-/// The last poll a ``PollConnectionHandler`` took on its connection, kept with what its parse
+/// The last poll a ``PollConnection`` took on its connection, kept with what its parse
 /// found, for the next poll that repeats it but for its `ack` (``RepeatedPoll``). A class: the
 /// handler reads it on every poll, and a copy of its fields (strings, arrays, the identity)
 /// was a retain and a release each.

@@ -1,7 +1,7 @@
 import NIOCore
 import WarrenCore
 
-/// What ``PollConnectionHandler`` needs from the frontend; one per server, shared by its
+/// What ``PollConnection`` needs from the frontend; one per server, shared by its
 /// connections (a class: the configuration inside is kilobytes, not copied per connection).
 final class PollConnectionContext: Sendable {
     let routes: PollRoutes

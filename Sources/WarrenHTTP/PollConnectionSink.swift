@@ -3,17 +3,17 @@ import Synchronization
 import WarrenCore
 
 /// A poller's connection as the place its polls are answered: the answer is written on the
-/// connection's event loop, from whichever thread took it (the broker connection's loop, a
+/// connection's loop, from whichever thread took it (the broker connection's loop, a
 /// deadline, another poll). Made at the connection's first poll and kept for the others; the
-/// handler drops it when it leaves the pipeline.
-final class PollConnectionSink: PollAnswerSink {
+/// connection drops it when its I/O is done with it.
+final class PollConnectionSink<IO: PollConnectionIO>: PollAnswerSink {
     private let loop: any EventLoop
-    private let bound: NIOLoopBound<(PollConnectionHandler, ChannelHandlerContext)>
+    private let bound: NIOLoopBound<PollConnection<IO>>
 
-    init(_ handler: PollConnectionHandler, _ context: ChannelHandlerContext) {
-        loop = context.eventLoop
-        alive = Atomic(context.channel.isActive)
-        bound = NIOLoopBound((handler, context), eventLoop: context.eventLoop)
+    init(_ connection: PollConnection<IO>) {
+        loop = connection.io.loop
+        alive = Atomic(connection.io.isActive)
+        bound = NIOLoopBound(connection, eventLoop: loop)
     }
 
     /// Cleared when the connection goes (``gone()``). Asked of every parked poll a delivery
@@ -31,13 +31,9 @@ final class PollConnectionSink: PollAnswerSink {
 
     func answer(_ taken: PollAnswer) {
         if loop.inEventLoop {
-            let (handler, context) = bound.value
-            handler.respond(context, taken)
+            bound.value.respond(taken)
         } else {
-            loop.execute { [bound] in
-                let (handler, context) = bound.value
-                handler.respond(context, taken)
-            }
+            loop.execute { [bound] in bound.value.respond(taken) }
         }
     }
 }

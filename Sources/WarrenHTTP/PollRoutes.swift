@@ -47,7 +47,7 @@ struct PollRoutes: Sendable {
 
     // MARK: handlers
 
-    /// `POST /v1/poll`: the new session's JSON (201). Also called by ``PollConnectionHandler``.
+    /// `POST /v1/poll`: the new session's JSON (201). Also called by ``PollConnection``.
     /// `home`: the event loop of the connection asking, when it is served below hummingbird
     /// (``PollService/create(user:device:policy:subscriptions:home:)``).
     func createSession(query: Query, authorization: String?, body: ByteBuffer, home: (any EventLoop)? = nil)
@@ -90,7 +90,7 @@ struct PollRoutes: Sendable {
 
     /// Readies a long-poll for ``PollService/pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``:
     /// verifies the token (then known without suspending) and opens the session on this node
-    /// with its inbox consuming. Called by ``PollConnectionHandler`` for a poll it cannot take at once.
+    /// with its inbox consuming. Called by ``PollConnection`` for a poll it cannot take at once.
     func preparePoll(query: Query, authorization: String?, session: String, home: (any EventLoop)? = nil) async throws(ProtocolError) {
         let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
         try await service().prepare(session: session, user: identity.user, policy: identity.policy, home: home)
@@ -131,7 +131,7 @@ struct PollRoutes: Sendable {
     }
 
     /// `POST /v1/messages`: the 202 answer's JSON. Shared by the router and the event-loop
-    /// path (``PollConnectionHandler``), which reads the request from the raw bytes.
+    /// path (``PollConnection``), which reads the request from the raw bytes.
     func publishMessage(query: Query, authorization: String?, body: ByteBuffer) async throws -> [UInt8] {
         let (identity, _) = try await support.authenticate(query: query, authorization: authorization)
         let json = try RouteSupport.parseJSON(body)

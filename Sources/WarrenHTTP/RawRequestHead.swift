@@ -1,6 +1,6 @@
 import NIOCore
 
-/// The head of an HTTP/1.1 or HTTP/1.0 request as far as ``PollConnectionHandler`` needs it, read from the
+/// The head of an HTTP/1.1 or HTTP/1.0 request as far as ``PollConnection`` needs it, read from the
 /// raw bytes: method, target, and the few fields that decide whether the poll path may take
 /// the request, or whether it is a WebSocket handshake (RFC 6455 §4.2.1). An HTTP/1.0 request
 /// (nginx proxies with HTTP/1.0 unless told `proxy_http_version 1.1`) is answered, then its

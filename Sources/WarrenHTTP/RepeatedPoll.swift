@@ -7,7 +7,7 @@ import Darwin
 /// A poll's request head kept as its bytes, so that the connection's next poll, which repeats
 /// it but for its `ack` value, is known by comparing bytes instead of parsing it again. A
 /// poller sends the same request over and over (its session string, user or token, `wait`,
-/// headers), changing only the cursor it acks: ``PollConnectionHandler`` keeps the parse of
+/// headers), changing only the cursor it acks: ``PollConnection`` keeps the parse of
 /// the first (the head, the identity, `wait` and `max`) and takes every later one that
 /// ``match(_:)``es with two `memcmp`s.
 ///
