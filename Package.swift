@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.1.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
@@ -86,6 +87,8 @@ let package = Package(
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 // SHA-1 for the WebSocket handshake's Sec-WebSocket-Accept (RFC 6455 §4.2.2).
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The epoll door's timers.
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             // The JavaScript client (Client/warren.js, linked from clients/js), served at /warren.js.
             resources: [.embedInCode("Client/warren.js")]

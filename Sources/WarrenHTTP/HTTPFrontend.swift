@@ -88,7 +88,7 @@ public enum HTTPFrontend {
         // connections closed after http.idle_timeout, and a first request head that must arrive
         // within http.header_timeout (slowloris).
         // Pollers and WebSockets are served below hummingbird, on the event loop
-        // (PollConnectionHandler, WebSocketConnectionHandler).
+        // (PollConnection on the EpollDoor or a PollConnectionHandler, WebSocketConnectionHandler).
         let door = PollConnectionContext(routes: polls, cors: !configuration.poll.corsOrigins.isEmpty,
                                          idleTimeout: .seconds(Int64(configuration.http.idleTimeout)), webSockets: webSockets)
         let http1 = HTTP1Channel.Configuration(
@@ -118,7 +118,8 @@ public enum HTTPFrontend {
                                                              configuration: http1),
                                          group: MultiThreadedEventLoopGroup.singleton, logger: logger))
         }
-        services.append(listener)
+        // Without TLS, pollers are served on epoll threads of their own (EpollDoor).
+        services.append(tls == nil ? EpollDoor(listener: listener, loops: System.coreCount) : listener as any Service)
         let app = ServiceGroup(configuration: .init(services: services, logger: logger))
         return (app, DrainService(link: link, sockets: sockets, answerPolls: { polls.answerParkedPolls() }))
     }

@@ -20,6 +20,10 @@ import ServiceLifecycle
 /// demo page) gets hummingbird's HTTP/1 pipeline, with a ``CloseOnErrorHandler`` behind it,
 /// and a task serving it through hummingbird's router.
 ///
+/// Without TLS the public listener is the ``EpollDoor``, which takes this one's settings and
+/// gives the connections it hands on the same pipeline (``setUp(_:)``); this one then serves
+/// the TLS listener and the operations listener.
+///
 /// Hummingbird's own server handed every accepted connection to an async sequence and served
 /// each from a task of its own (parked at once for a WebSocket): ~30 % of Warren's CPU per
 /// connect in a profile of the `idle` scenario (BENCHMARKS.md, 2026-11-26).
@@ -81,8 +85,9 @@ struct HTTPListener: Service {
         }
     }
 
-    /// The pipeline of an accepted connection (on its event loop).
-    private func setUp(_ channel: any Channel) throws {
+    /// The pipeline of an accepted connection (on its event loop); also of a connection the
+    /// ``EpollDoor`` hands on.
+    func setUp(_ channel: any Channel) throws {
         let pipeline = channel.pipeline.syncOperations
         if let tls { try pipeline.addHandler(NIOSSLServerHandler(context: tls)) }
         try pipeline.addHandler(RequestHeadTimeoutHandler(timeout: headTimeout))

@@ -14,14 +14,20 @@ enum RawHTTP {
         var status: Int? { Int(text.split(separator: " ").dropFirst().first ?? "") }
     }
 
+    /// `holdReads`: nothing is read until this long after the last chunk is sent, with a 4 KB
+    /// receive buffer (the server's socket fills, and its writes are partial).
     static func exchange(port: Int, _ chunks: [[UInt8]], pause: Duration = .zero, timeout: Duration = .seconds(10),
-                         stopWhenClosed: Bool = false) async throws -> Answer {
+                         stopWhenClosed: Bool = false, holdReads: Duration? = nil) async throws -> Answer {
         let box = NIOLockedValueBox<[UInt8]>([])
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let closed = loop.makePromise(of: Void.self)
         let channel: any Channel
         do {
-            channel = try await ClientBootstrap(group: loop)
+            var bootstrap = ClientBootstrap(group: loop)
+            if holdReads != nil {
+                bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: 4096).channelOption(.autoRead, value: false)
+            }
+            channel = try await bootstrap
                 .channelInitializer { $0.pipeline.addHandler(RawConnection.Watch(box: box, ended: closed)) }
                 .connect(host: "127.0.0.1", port: port).get()
         } catch {
@@ -34,6 +40,11 @@ enum RawHTTP {
             try? await channel.writeAndFlush(ByteBuffer(bytes: chunk))
             sent += 1
             if pause > .zero { try await Task.sleep(for: pause) }
+        }
+        if let holdReads {
+            try await Task.sleep(for: holdReads)
+            try await channel.setOption(ChannelOptions.autoRead, value: true).get()
+            channel.read()
         }
         // Whichever comes first: the server's close, or the timeout.
         let outcome = loop.makePromise(of: Bool.self)

@@ -1,0 +1,83 @@
+import Foundation
+import NIOCore
+import NIOConcurrencyHelpers
+import Testing
+@testable import WarrenHTTP
+
+/// The epoll door's thread as the NIO `EventLoop` Warren's session model takes it for: tasks
+/// from any thread run on it in order, timers in deadline order unless cancelled, promises and
+/// futures complete on it, and a shutdown ends it.
+@Suite("The epoll door's loop")
+struct EpollLoopTests {
+    @Test func tasksFromOtherThreadsRunOnTheLoopInTheOrderEachThreadGaveThem() async throws {
+        let loop = EpollLoop(name: "test-epoll")
+        defer { loop.shutdownGracefully { _ in } }
+        let seen = NIOLockedValueBox<[Int: [Int]]>([:])
+        let offLoop = NIOLockedValueBox(0)
+        await withTaskGroup(of: Void.self) { group in
+            for thread in 0..<2 {
+                group.addTask {
+                    for i in 0..<1_000 {
+                        loop.execute {
+                            if !loop.inEventLoop { offLoop.withLockedValue { $0 += 1 } }
+                            seen.withLockedValue { $0[thread, default: []].append(i) }
+                        }
+                    }
+                }
+            }
+        }
+        // A sentinel given after every task: it runs after them.
+        try await loop.submit {}.get()
+        #expect(offLoop.withLockedValue { $0 } == 0)
+        #expect(seen.withLockedValue { $0 } == [0: Array(0..<1_000), 1: Array(0..<1_000)])
+        #expect(!loop.inEventLoop)
+    }
+
+    @Test func timersFireInDeadlineOrderAndACancelledOneNever() async throws {
+        let loop = EpollLoop(name: "test-epoll")
+        defer { loop.shutdownGracefully { _ in } }
+        let fired = NIOLockedValueBox<[Int]>([])
+        let now = NIODeadline.now()
+        _ = loop.scheduleTask(deadline: now + .milliseconds(60)) { fired.withLockedValue { $0.append(60) } }
+        _ = loop.scheduleTask(deadline: now + .milliseconds(20)) { fired.withLockedValue { $0.append(20) } }
+        let cancelled = loop.scheduleTask(deadline: now + .milliseconds(30)) { fired.withLockedValue { $0.append(30) } }
+        _ = loop.scheduleTask(deadline: now + .milliseconds(40)) { fired.withLockedValue { $0.append(40) } }
+        cancelled.cancel()
+        // The sentinel: the last deadline.
+        try await loop.scheduleTask(deadline: now + .milliseconds(80)) {}.futureResult.get()
+        #expect(fired.withLockedValue { $0 } == [20, 40, 60])
+        await #expect(throws: EventLoopError.cancelled) { try await cancelled.futureResult.get() }
+    }
+
+    @Test func aTimerScheduledFromAnotherThreadWakesTheLoop() async throws {
+        let loop = EpollLoop(name: "test-epoll")
+        defer { loop.shutdownGracefully { _ in } }
+        // The loop sleeps in epoll_wait with no timer; this one must shorten its wait.
+        let onLoop = try await loop.scheduleTask(in: .milliseconds(10)) { loop.inEventLoop }.futureResult.get()
+        #expect(onLoop)
+    }
+
+    @Test func aPromiseCompletedElsewhereCallsBackOnTheLoop() async throws {
+        let loop = EpollLoop(name: "test-epoll")
+        defer { loop.shutdownGracefully { _ in } }
+        let promise = loop.makePromise(of: Int.self)
+        let onLoop = promise.futureResult.map { ($0, loop.inEventLoop) }
+        Thread { promise.succeed(7) }.start()
+        let (value, wasOnLoop) = try await onLoop.get()
+        #expect(value == 7)
+        #expect(wasOnLoop)
+    }
+
+    @Test func aShutdownEndsTheThreadAfterTheTasksGivenBeforeIt() async throws {
+        let loop = EpollLoop(name: "test-epoll")
+        let ran = NIOLockedValueBox(0)
+        for _ in 0..<10 { loop.execute { ran.withLockedValue { $0 += 1 } } }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.shutdownGracefully { _ in done.resume() }
+        }
+        #expect(ran.withLockedValue { $0 } == 10)
+        // Given after the end: dropped, not run on a thread that is gone.
+        loop.execute { ran.withLockedValue { $0 += 1 } }
+        #expect(ran.withLockedValue { $0 } == 10)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+import WarrenCore
+
+/// The epoll door (the public listener without TLS): pollers served on its own threads, an
+/// answer larger than the socket takes at once written whole and in order, and connections
+/// that are not pollers' handed to NIO. (Every other polling, WebSocket and hostile-HTTP test
+/// goes through it too, on the same port.)
+@Suite("The epoll door")
+struct EpollDoorTests {
+    @Test func thePublicListenerWithoutTLSServesPollersOnEpoll() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { Task { await warren.stop() } }
+        let line = warren.process.log.split(separator: "\n").first { $0.contains("HTTP server listening") }
+        #expect(line?.contains("epoll") == true, "\(line ?? "no listening line")")
+    }
+
+    /// 100 messages of 30 KB, 34 to an answer (1 MB, `poll.max_answer_bytes`), to four pipelined
+    /// polls of a client that reads nothing for a second: 3 MB, more than the socket takes, so
+    /// answers wait for it and go out as it drains, whole and in order, and a router request
+    /// after them is answered last (handed to NIO with what was read).
+    @Test func anAnswerLargerThanTheSocketTakesGoesOutWholeBeforeTheNextOne() async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600"])
+        defer { Task { await warren.stop() } }
+        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
+        let room = "room.big\(UUID().uuidString.prefix(6).lowercased())"
+        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
+        let sender = try await warren.socket(bob)
+        let body = String(repeating: "x", count: 30_000)
+        for i in 0..<100 {
+            _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"\#(i)\#(body)","cid":"b\#(i)"}"#, expect: "puback")
+        }
+        // Every message is in the session's buffer before the poll: a sentinel published last.
+        _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"sentinel","cid":"s"}"#, expect: "puback")
+        let poll = "GET /v1/poll/\(poller.session)?user=\(alice)&wait=0 HTTP/1.1\r\nHost: x\r\n\r\n"
+        let health = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let answer = try await RawHTTP.exchange(port: warren.port, [RawHTTP.bytes(poll + poll + poll + poll + health)], timeout: .seconds(30),
+                                                holdReads: .seconds(1))
+        let text = answer.text
+        #expect(answer.closedByServer)
+        #expect(text.components(separatedBy: "HTTP/1.1 200").count - 1 == 5, "\(text.prefix(300))")
+        // An answer carries at most `poll.max_answer_bytes` (1 MB): the next polls carry the rest.
+        for i in 0..<100 { #expect(text.components(separatedBy: "\"\(i)\(body)\"").count - 1 == 1, "message \(i) whole, once") }
+        // In order: the answers (the last ending with the sentinel), then health's.
+        let first = text.range(of: "\"0\(body)\"")
+        let sentinel = first.flatMap { text.range(of: "\"sentinel\"", range: $0.upperBound..<text.endIndex) }
+        let ok = sentinel.flatMap { text.range(of: "ok\n", range: $0.upperBound..<text.endIndex) }
+        #expect(ok != nil, "answers in request order: \(text.suffix(600))")
+        await sender.close()
+    }
+}
