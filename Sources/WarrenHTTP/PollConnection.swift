@@ -5,8 +5,8 @@ import WarrenCore
 /// A poller's connection, whatever serves its socket (``PollConnectionIO``): `POST /v1/poll`
 /// (a new session), `GET /v1/poll/<session>` and `POST /v1/messages` (a publish) are read from
 /// the raw bytes (``RawRequestHead``) and answered here. A WebSocket handshake at `/v1/ws` is
-/// admitted (or refused with its status) here too, and the connection becomes a
-/// ``WebSocketConnectionHandler``'s. The first request it does not take (another endpoint, a
+/// admitted (or refused with its status) here too when the I/O upgrades (a NIO channel's), and
+/// the connection becomes a ``WebSocketConnectionHandler``'s; the epoll door hands it on instead. The first request it does not take (another endpoint, a
 /// cross-origin request when CORS is configured, anything unusual) and everything after it go to
 /// hummingbird's HTTP/1 pipeline (``PollConnectionIO/handOn(_:)``), and this connection is done.
 ///
@@ -52,7 +52,7 @@ final class PollConnection<IO: PollConnectionIO> {
         didSet { serviceRef = service.map { Unmanaged.passUnretained($0) } }
     }
     /// ``service``, unretained (it is held above): a repeated poll calls it without a retain
-    /// and a release (``takeRepeated(_:)``, which never sets ``service``). Both loops' polls
+    /// and a release (``takeRepeated()``, which never sets ``service``). Both loops' polls
     /// call the one service, and it is weakly referenced, so each was an atomic on a reference
     /// count in a side table that both cores write.
     private var serviceRef: Unmanaged<PollService>?
@@ -72,9 +72,9 @@ final class PollConnection<IO: PollConnectionIO> {
     private var closeAfterAnswer = false
     private var idleTimer: Scheduled<Void>?
     /// When the connection last had nothing to answer (set as each answer is written): while a
-    /// request is being answered, it is not idle (``idleCheck(_:)``).
+    /// request is being answered, it is not idle (``idleCheck()``).
     private var lastActive = NIODeadline.now()
-    /// ``takeRequests(_:)`` is running (an answer written from inside it must not re-enter it).
+    /// ``takeRequests()`` is running (an answer written from inside it must not re-enter it).
     private var taking = false
     /// The client closed its side: once nothing is being answered, the connection closes.
     private var clientClosed = false
@@ -309,7 +309,7 @@ final class PollConnection<IO: PollConnectionIO> {
     /// Takes a poll whose identity, `wait` and `max` are known: answered or parked here (true),
     /// or, when the session is not open here for it, readied in a task first (`prepared`
     /// false) or handed to the router. `repeated`: the head is the last poll's, not this one's
-    /// (``takeRepeated(_:)``).
+    /// (``takeRepeated()``).
     @discardableResult
     private func poll(_ service: Unmanaged<PollService>, _ head: RawRequestHead, session: Substring,
                       identity: ClientIdentity, wait: Int, max: Int, ack: String?, prepared: Bool, repeated: Bool,
