@@ -46,7 +46,7 @@ final class EpollServer: Sendable {
     init(host: String, port: Int, backlog: Int, loops count: Int, headTimeout: TimeAmount, polls: PollConnectionContext,
          group: any EventLoopGroup, setUpHandedOn: @escaping @Sendable (any Channel) throws -> Void, logger: Logger) throws {
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
-        let fd = socket(address.protocolFamily, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(address.protocol.rawValue, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
