@@ -328,9 +328,9 @@ public final class PollService: Sendable {
         }
         let session: PollSession
         if let known = last?.session, repeated || PollSessionKey(known.token) == PollSessionKey(token),
-           startable(known, checked: repeated), known.output.withActivity({ $0.start(now: now, listed: true) }) {
+           startable(known, checked: repeated), known.pollStarted(now: now, listed: true) {
             session = known
-        } else if let found = sessions.withLockedValue({ $0[token] }), startable(found, checked: false), found.pollStarted() {
+        } else if let found = sessions.withLockedValue({ $0[token] }), startable(found, checked: false), found.pollStarted(now: now) {
             session = found
         } else {
             last = nil

@@ -29,10 +29,11 @@ final class PollSession: Sendable {
     /// One of its subscriptions is an inbox (asked at every poll: kept, not searched for).
     let hasInbox: Bool
 
-    /// A poll starts here; false if the session has ended meanwhile.
-    func pollStarted() -> Bool {
-        let now = WallClock.milliseconds()
-        return output.withActivity { $0.start(now: now) }
+    /// A poll starts here; false if the session has ended meanwhile. `listed`: and only while
+    /// it is in the node's table (for a session a connection kept from its last poll, which
+    /// did not look it up there).
+    func pollStarted(now: Int64 = WallClock.milliseconds(), listed: Bool = false) -> Bool {
+        output.withActivity { $0.start(now: now, listed: listed) }
     }
 
     func pollEnded(now: Int64) {
