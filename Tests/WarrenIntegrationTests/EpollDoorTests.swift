@@ -22,10 +22,7 @@ struct EpollDoorTests {
     @Test func anAnswerLargerThanTheSocketTakesGoesOutWholeBeforeTheNextOne() async throws {
         let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600"])
         defer { Task { await warren.stop() } }
-        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
-        let room = "room.big\(UUID().uuidString.prefix(6).lowercased())"
-        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
-        let sender = try await warren.socket(bob)
+        let (alice, room, poller, sender) = try await Poller.onNewRoom("big", of: warren)
         let body = String(repeating: "x", count: 30_000)
         for i in 0..<100 {
             _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"\#(i)\#(body)","cid":"b\#(i)"}"#, expect: "puback")

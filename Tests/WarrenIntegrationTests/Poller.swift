@@ -1,3 +1,4 @@
+import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -20,6 +21,18 @@ struct Poller {
             throw SocketError(description: "POST /v1/poll answered \(r.status): \(r.body)")
         }
         return Poller(port: port, user: user, session: session, firstCursor: r.json?["cursor"]?.stringValue)
+    }
+
+    /// A new room (`room.<prefix><random>`), a poller (a new `alice`) with it as its live
+    /// subscription `r`, and a WebSocket of a new user to publish to it: how the tests that
+    /// publish to a polled room begin.
+    static func onNewRoom(_ prefix: String, of warren: WarrenInstance) async throws
+        -> (alice: String, room: String, poller: Poller, sender: TestSocket)
+    {
+        let alice = uniqueUser("alice")
+        let room = "room.\(prefix)\(UUID().uuidString.prefix(6).lowercased())"
+        let poller = try await open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
+        return (alice, room, poller, try await warren.socket(uniqueUser("bob")))
     }
 
     /// One poll; returns the messages and the cursor.

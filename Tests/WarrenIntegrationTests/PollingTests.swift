@@ -239,11 +239,8 @@ struct PollingTests {
     @Test func deleteDropsTheBufferAtOnce() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }
-        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
-        let room = "room.del\(UUID().uuidString.prefix(6).lowercased())"
         let before = try await Self.liveSubscriptions(warren)
-        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
-        let sender = try await warren.socket(bob)
+        let (alice, room, poller, sender) = try await Poller.onNewRoom("del", of: warren)
         _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"buffered","cid":"d1"}"#, expect: "puback")
         #expect(try await Self.liveSubscriptions(warren) == before + 1)
         #expect(try await HTTPTestClient.request(.DELETE, port: warren.port, "/v1/poll/\(poller.session)?user=\(alice)").status == 204)
@@ -277,10 +274,7 @@ struct PollingTests {
     @Test func pipelinedPollsAndOtherRequestsAreAnsweredInOrder() async throws {
         let warren = try await WarrenInstance.start()
         defer { Task { await warren.stop() } }
-        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
-        let room = "room.pipe\(UUID().uuidString.prefix(6).lowercased())"
-        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
-        let sender = try await warren.socket(bob)
+        let (alice, room, poller, sender) = try await Poller.onNewRoom("pipe", of: warren)
         _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"first","cid":"p1"}"#, expect: "puback")
         let poll = { (wait: Int, close: Bool) in
             "GET /v1/poll/\(poller.session)?user=\(alice)&wait=\(wait) HTTP/1.1\r\nHost: x\r\n\(close ? "Connection: close\r\n" : "")\r\n"
@@ -309,10 +303,7 @@ struct PollingTests {
     @Test func anHTTP10LongPollIsWokenAnsweredAndClosed() async throws {
         let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600"])
         defer { Task { await warren.stop() } }
-        let alice = uniqueUser("alice"), bob = uniqueUser("bob")
-        let room = "room.ten\(UUID().uuidString.prefix(6).lowercased())"
-        let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"r","pattern":"\#(room)"}]"#)
-        let sender = try await warren.socket(bob)
+        let (alice, room, poller, sender) = try await Poller.onNewRoom("ten", of: warren)
         for (index, connection) in ["", "Connection: keep-alive\r\n"].enumerated() {
             let c = try await RawConnection.open(port: warren.port)
             try await c.send("GET /v1/poll/\(poller.session)?user=\(alice)&wait=20 HTTP/1.0\r\n\(connection)\r\n")
