@@ -45,7 +45,7 @@ final class PollConnection<IO: PollConnectionIO> {
     private var current: (close: Bool, bytes: ByteBuffer)?
     private var parked: (PollOutput, UInt64)?
     /// Where this connection's polls are answered (made at its first poll).
-    private var sink: PollConnectionSink<IO>?
+    private var sink: PollConnectionSink?
     /// The node's poll service, kept from this connection's first poll (a node has one for its
     /// life): a poll asks only whether the node drains, not the link's and the routes' locks.
     private var service: PollService? {

@@ -6,14 +6,23 @@ import WarrenCore
 /// connection's loop, from whichever thread took it (the broker connection's loop, a
 /// deadline, another poll). Made at the connection's first poll and kept for the others; the
 /// connection drops it when its I/O is done with it.
-final class PollConnectionSink<IO: PollConnectionIO>: PollAnswerSink {
+///
+/// Not generic over the connection's I/O: a delivery reaches it through `any PollAnswerSink`,
+/// and a generic class's witness is its unspecialized code. As `PollConnectionSink<IO>` the
+/// whole answer (the response built, the write, the next request taken) ran unspecialized,
+/// with generic metadata looked up and values copied through their witnesses on every answer.
+/// The answer is a closure made where the I/O's type is known, so what it calls is the
+/// specialized code (BENCHMARKS.md, "The broker's hop isolated").
+final class PollConnectionSink: PollAnswerSink {
     private let loop: any EventLoop
-    private let bound: NIOLoopBound<PollConnection<IO>>
+    /// Writes the answer; on `loop` only.
+    private let respond: @Sendable (PollAnswer) -> Void
 
-    init(_ connection: PollConnection<IO>) {
+    init<IO: PollConnectionIO>(_ connection: PollConnection<IO>) {
         loop = connection.io.loop
         alive = Atomic(connection.io.isActive)
-        bound = NIOLoopBound(connection, eventLoop: loop)
+        let bound = NIOLoopBound(connection, eventLoop: loop)
+        respond = { bound.value.respond($0) }
     }
 
     /// Cleared when the connection goes (``gone()``). Asked of every parked poll a delivery
@@ -31,9 +40,9 @@ final class PollConnectionSink<IO: PollConnectionIO>: PollAnswerSink {
 
     func answer(_ taken: PollAnswer) {
         if loop.inEventLoop {
-            bound.value.respond(taken)
+            respond(taken)
         } else {
-            loop.execute { [bound] in bound.value.respond(taken) }
+            loop.execute { [respond] in respond(taken) }
         }
     }
 }
