@@ -6,7 +6,8 @@ import WarrenCore
 /// (a new session), `GET /v1/poll/<session>` and `POST /v1/messages` (a publish) are read from
 /// the raw bytes (``RawRequestHead``) and answered here. A WebSocket handshake at `/v1/ws` is
 /// admitted (or refused with its status) here too when the I/O upgrades (a NIO channel's), and
-/// the connection becomes a ``WebSocketConnectionHandler``'s; the epoll door hands it on instead. The first request it does not take (another endpoint, a
+/// the connection becomes a ``WebSocketConnectionHandler``'s; the epoll door hands it on
+/// instead. The first request it does not take (another endpoint, a
 /// cross-origin request when CORS is configured, anything unusual) and everything after it go to
 /// hummingbird's HTTP/1 pipeline (``PollConnectionIO/handOn(_:)``), and this connection is done.
 ///
