@@ -12,7 +12,8 @@ public enum NchanPollClient {
     /// at the oldest buffered message, so nothing published after that is missed.
     public static func open(port: Int, channel: String, multi: Bool, index: Int, recorder: Recorder) -> EventLoopFuture<any Channel> {
         dial(port: port, recorder: recorder, name: "nchan poller \(index)") { ch, ready in
-            try ch.pipeline.syncOperations.addHTTPClientHandlers()
+            // Without outbound header validation, as for Warren's pollers (PollClient).
+            try ch.pipeline.syncOperations.addHTTPClientHandlers(enableOutboundHeaderValidation: false)
             try ch.pipeline.syncOperations.addHandler(
                 NchanPollHandler(port: port, path: "/\(multi ? "multi" : "sub")/\(channel)", index: index, recorder: recorder, ready: ready))
         }
