@@ -75,10 +75,16 @@ final class EpollConnection: PollConnectionIO, @unchecked Sendable {
         }
     }
 
+    /// One `send` of `bytes` (not `write`: a socket's own call skips the file layer's checks
+    /// and position lock, and `MSG_NOSIGNAL` turns a peer gone into `EPIPE`, not `SIGPIPE`).
+    private func send(_ bytes: UnsafeRawBufferPointer) -> Int {
+        Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+    }
+
     /// Writes what the socket would not take before.
     private func flush() {
         guard var rest = outbound, !isClosed else { return }
-        let n = rest.withUnsafeReadableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let n = rest.withUnsafeReadableBytes { send($0) }
         if n < 0 {
             if errno == EAGAIN || errno == EINTR { return }
             return closeNow()
@@ -127,7 +133,7 @@ final class EpollConnection: PollConnectionIO, @unchecked Sendable {
             outbound = rest
             return
         }
-        let n = bytes.withUnsafeReadableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let n = bytes.withUnsafeReadableBytes { send($0) }
         if n == bytes.readableBytes { return }
         if n < 0, errno != EAGAIN, errno != EINTR { return closeNow() }
         var rest = bytes
@@ -159,7 +165,7 @@ final class EpollConnection: PollConnectionIO, @unchecked Sendable {
         var rest = bytes
         var waits = 0
         while rest.readableBytes > 0 {
-            let n = rest.withUnsafeReadableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            let n = rest.withUnsafeReadableBytes { send($0) }
             if n > 0 {
                 rest.moveReaderIndex(forwardBy: n)
                 continue

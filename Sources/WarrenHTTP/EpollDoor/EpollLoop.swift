@@ -158,9 +158,10 @@ final class EpollLoop: EventLoop, @unchecked Sendable {
         epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event)
     }
 
-    /// One `read` of `fd`, through the loop's scratch buffer.
+    /// One `recv` of `fd`, through the loop's scratch buffer (a socket's own call, not `read`,
+    /// which goes through the file layer first).
     func read(_ fd: Int32) -> EpollRead {
-        let n = scratch.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let n = scratch.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
         if n > 0 { return .bytes(scratch.withUnsafeBytes { ByteBuffer(bytes: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) }
         if n == 0 { return .end }
         return errno == EAGAIN || errno == EINTR ? .nothing : .failed
