@@ -75,8 +75,9 @@ final class EpollConnection: PollConnectionIO, @unchecked Sendable {
         }
     }
 
-    /// One `send` of `bytes` (not `write`: a socket's own call skips the file layer's checks
-    /// and position lock, and `MSG_NOSIGNAL` turns a peer gone into `EPIPE`, not `SIGPIPE`).
+    /// One `send` of `bytes` (not `write`: a socket's own call does not go through the file
+    /// layer, `vfs_write` and its checks, first; and `MSG_NOSIGNAL` turns a peer gone into
+    /// `EPIPE`, not `SIGPIPE`).
     private func send(_ bytes: UnsafeRawBufferPointer) -> Int {
         Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
     }
