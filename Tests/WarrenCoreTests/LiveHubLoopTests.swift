@@ -67,6 +67,32 @@ struct LiveHubLoopTests {
         try await group.shutdownGracefully()
     }
 
+    /// Loops that can be handed tasks without a wake each (the epoll door's) are all handed
+    /// their share of a message first and then woken with one call; a message for one loop's
+    /// subscriber wakes that loop alone.
+    @Test func loopsOfOneGroupAreHandedTheirSharesThenWokenWithOneCall() async throws {
+        let nio = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let wakeGroup = BatchWakeTestLoop.Group()
+        let loops = [BatchWakeTestLoop(nio.next(), name: "a", group: wakeGroup), BatchWakeTestLoop(nio.next(), name: "b", group: wakeGroup)]
+        let (hub, live) = try await Self.startedHub()
+        let room = try TopicPattern("room.x"), own = try TopicPattern("user.a")
+        let onA = LoopedLiveReceiver(loop: loops[0]), onB = LoopedLiveReceiver(loop: loops[1])
+        for (receiver, pattern) in [(onA, room), (onB, room), (onA, own)] {
+            try await hub.subscribe(pattern, subscriber: LiveSubscriber(session: ObjectIdentifier(receiver), subscriptionID: "s",
+                                                                        receiver: receiver))
+        }
+        let consumer = live.consumerTags[0]
+        live.deliver(to: consumer, routingKey: "room.x", body: "seq-0-")
+        #expect(wakeGroup.log.withLockedValue { $0 } == ["wake all"])
+        live.deliver(to: consumer, routingKey: "user.a", body: "seq-1-")
+        #expect(wakeGroup.log.withLockedValue { $0 } == ["wake all", "wake a"])
+        for loop in loops { try await loop.submit {}.get() }
+        #expect(onA.bodies.map { Self.number(in: $0) } == [0, 1])
+        #expect(onB.bodies.map { Self.number(in: $0) } == [0])
+        #expect(onA.allOnLoop && onB.allOnLoop)
+        try await nio.shutdownGracefully()
+    }
+
     /// A started hub whose live channel is a fake the test delivers through.
     static func startedHub() async throws -> (LiveHub, FakeChannel) {
         let live = FakeChannel("live"), binds = FakeChannel("binds")

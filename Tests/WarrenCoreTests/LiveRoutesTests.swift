@@ -36,6 +36,10 @@ struct LiveRoutesTests {
         #expect(try handedTo("room.x") == [ida, idb])
         #expect(try handedTo("dm.q") == [ida], "only the loop of dm.#'s subscriber")
         #expect(try handedTo("ws.only").isEmpty, "sockets only: no hand-off")
+        // Whether a receiver without a loop matched (walked on the broker's thread only then).
+        let roomKey = try RouteKey("room.x"), socketsKey = try RouteKey("ws.only")
+        #expect(routes.match(roomKey).loose && routes.match(socketsKey).loose)
+        #expect(!routes.match(try RouteKey("dm.q")).loose, "pollers only")
         #expect(routes.match(try RouteKey("ws.only")).sets.count == 1)
         #expect(routes.match(try RouteKey("nobody.here")).sets.isEmpty)
 
@@ -54,10 +58,17 @@ struct LiveRoutesTests {
         let dmLast = routes.remove(dm, subscriber(onA[1], "s2"))
         #expect(dmLast, "dm.# had one subscriber")
         #expect(routes.loops(of: dm).isEmpty)
-        _ = routes.remove(room, subscriber(onB, "s1"))
+        // Removed as sessions remove theirs, by session and id without the receiver: the loop
+        // it was added with goes.
+        _ = routes.remove(room, LiveSubscriber(session: ObjectIdentifier(onB), subscriptionID: "s1"))
         #expect(try handedTo("room.x").isEmpty)
+        #expect(routes.match(roomKey).loose, "the receiver without a loop is still there")
         let roomLast = routes.remove(room, subscriber(inline, "s1"))
         #expect(roomLast, "room.x's last")
+        #expect(!routes.match(roomKey).loose)
+        _ = routes.insert(room, subscriber(onB, "s1"))
+        #expect(!routes.match(roomKey).loose, "a poller back, and still no receiver without a loop")
+        _ = routes.remove(room, LiveSubscriber(session: ObjectIdentifier(onB), subscriptionID: "s1"))
         _ = routes.remove(sockets, subscriber(inline, "s3"))
         #expect(routes.trie.patternCount == 0)
         try await group.shutdownGracefully()

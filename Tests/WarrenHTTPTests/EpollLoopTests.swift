@@ -80,4 +80,34 @@ struct EpollLoopTests {
         loop.execute { ran.withLockedValue { $0 += 1 } }
         #expect(ran.withLockedValue { $0 } == 10)
     }
+
+    /// The live fan-out queues a message's share on each loop of the door, then wakes them all
+    /// with one write to their shared bell; a loop's own wake-ups go on working beside it.
+    @Test(.timeLimit(.minutes(1))) func oneRingOfTheBellWakesEveryLoopThatShareIt() async throws {
+        let bell = EpollBell()
+        let loops = [EpollLoop(name: "test-epoll-a", bell: bell), EpollLoop(name: "test-epoll-b", bell: bell)]
+        defer { for loop in loops { loop.shutdownGracefully { _ in } } }
+        #expect(loops[0].wakeGroup != nil && loops[0].wakeGroup == loops[1].wakeGroup)
+        for round in 0..<3 {
+            let promises = loops.map { $0.makePromise(of: Bool.self) }
+            for (loop, promise) in zip(loops, promises) {
+                let due = loop.enqueueWithoutWaking { promise.succeed(loop.inEventLoop) }
+                #expect(due, "asleep with nothing queued: the caller must wake it (round \(round))")
+                let again = loop.enqueueWithoutWaking {}
+                #expect(!again, "already due to be woken")
+            }
+            loops[1].wakeAll()
+            for promise in promises { #expect(try await promise.futureResult.get()) }
+            // Each loop's own eventfd still wakes it alone.
+            #expect(try await loops[0].submit { loops[0].inEventLoop }.get())
+        }
+        // Without a bell, waking "all" wakes the loop itself.
+        let alone = EpollLoop(name: "test-epoll")
+        defer { alone.shutdownGracefully { _ in } }
+        #expect(alone.wakeGroup == nil)
+        let promise = alone.makePromise(of: Void.self)
+        #expect(alone.enqueueWithoutWaking { promise.succeed() })
+        alone.wakeAll()
+        try await promise.futureResult.get()
+    }
 }

@@ -172,7 +172,7 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
         let accepted = EnvelopeAMQPMapping.acceptedAt(message.properties) ?? WallClock.milliseconds()
         // The matched subscriber sets as the trie holds them (no copy of a subscriber), taken
         // under the lock and delivered outside it.
-        let (matched, loops) = routes.withLockedValue { $0.match(key) }
+        let (matched, loops, loose) = routes.withLockedValue { $0.match(key) }
         if matched.isEmpty { return }
         let (envelope, _, own) = EnvelopeAMQPMapping.clientEnvelope(message, ids: ids)
         guard sizeGuard.admits(envelope.readableBytes, own: own, of: message, path: "live", metrics: metrics) else { return }
@@ -180,9 +180,10 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
                                 metrics: metrics)
         // Receivers with a loop of their own (poll sessions) get the message there: one hand-off
         // per message and loop (only the loops of the matched patterns' subscribers), handed over
-        // first so that the other loops work while this one does its own share (receivers
-        // without a loop, and those on this loop).
+        // first, every loop's share queued before any loop is woken, so that the other loops work
+        // while this one does its own share (receivers without a loop, and those on this loop).
         var current: ObjectIdentifier?
+        var wakes = LoopWakes()
         for loop in loops {
             let id = ObjectIdentifier(loop)
             if loop.inEventLoop {
@@ -190,9 +191,10 @@ public final class LiveHub: Sendable, AMQPDeliverySink {
                 continue
             }
             let share = fanOut.copied()
-            loop.execute { share.deliver(loop: id) }
+            wakes.hand({ share.deliver(loop: id) }, to: loop)
         }
-        fanOut.deliver(loop: nil, current: current)
+        wakes.wake()
+        if loose || current != nil { fanOut.deliver(loop: nil, current: current) }
     }
 
     /// The consumer ended. Cancelled by the broker (the live queue was deleted), or its channel

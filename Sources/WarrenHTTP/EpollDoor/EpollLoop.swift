@@ -6,6 +6,7 @@ import Glibc
 import HeapModule
 import NIOCore
 import Synchronization
+import WarrenCore
 
 /// One thread of the ``EpollDoor``: an epoll set (level-triggered) of poller connections
 /// (``EpollConnection``), and a NIO `EventLoop`, so that Warren's session model, which hands a
@@ -13,10 +14,13 @@ import Synchronization
 ///
 /// Per answer it makes one `read` and one `write` and nothing else: no channel, pipeline,
 /// promise or write queue. Tasks from other threads (``execute(_:)``) are a list under a lock
-/// and one `eventfd` write per batch; timers are a heap touched on the loop's thread only.
-final class EpollLoop: EventLoop, @unchecked Sendable {
+/// and one `eventfd` write per batch; timers are a heap touched on the loop's thread only. The
+/// loops of one door also share a bell (``EpollBell``), so that the live fan-out wakes them all
+/// with one write (``BatchWakeEventLoop``).
+final class EpollLoop: BatchWakeEventLoop, @unchecked Sendable {
     private let epoll: Int32
-    private let wake: Int32
+    private let wakeFD: Int32
+    private let bell: EpollBell?
     /// Connections by descriptor (touched on this thread only).
     private var connections: [EpollConnection?] = []
     /// Where each `read` lands before it is copied into the connection's buffer.
@@ -35,15 +39,22 @@ final class EpollLoop: EventLoop, @unchecked Sendable {
     var openCount: Int { connectionCount }
     private var connectionCount = 0
 
-    init(name: String) {
+    /// `name` is the thread's (15 bytes at most are shown); `bell` is shared with the other loops
+    /// of the door.
+    init(name: String, bell: EpollBell? = nil) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        wake = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
-        precondition(epoll >= 0 && wake >= 0, "cannot set up an epoll loop: errno \(errno)")
-        watch(wake, events: EPOLLIN.rawValue)
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        self.bell = bell
+        precondition(epoll >= 0 && wakeFD >= 0, "cannot set up an epoll loop: errno \(errno)")
+        watch(wakeFD, events: EPOLLIN.rawValue)
+        // Edge-triggered, and never read: each ring is one event for every loop of the door.
+        if let bell { watch(bell.fd, events: EPOLLIN.rawValue | EPOLLET.rawValue) }
         let started = DispatchSemaphore(value: 0)
         running.enter()
         let thread = Thread { [self] in
             self.thread = pthread_self()
+            // Foundation's `Thread.name` does not name the system thread here (`top -H`, perf).
+            _ = CNIOLinux_pthread_setname_np(pthread_self(), String(name.utf8.prefix(15))!)
             started.signal()
             run()
         }
@@ -57,17 +68,31 @@ final class EpollLoop: EventLoop, @unchecked Sendable {
     var inEventLoop: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
     func execute(_ task: @escaping @Sendable () -> Void) {
-        if stopped.load(ordering: .relaxed) { return }
-        let wakeUp = tasks.withLock { t -> Bool in
+        if enqueueWithoutWaking(task) { wake() }
+    }
+
+    // MARK: BatchWakeEventLoop
+
+    func enqueueWithoutWaking(_ task: @escaping @Sendable () -> Void) -> Bool {
+        if stopped.load(ordering: .relaxed) { return false }
+        return tasks.withLock { t -> Bool in
             t.list.append(task)
             if t.woken { return false }
             t.woken = true
             return true
         }
-        if wakeUp {
-            var one: UInt64 = 1
-            _ = Glibc.write(wake, &one, 8)
-        }
+    }
+
+    func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
+    }
+
+    var wakeGroup: ObjectIdentifier? { bell.map { ObjectIdentifier($0) } }
+
+    func wakeAll() {
+        guard let bell else { return wake() }
+        bell.ring()
     }
 
     func scheduleTask<T>(deadline: NIODeadline, _ task: @escaping @Sendable () throws -> T) -> Scheduled<T> {
@@ -176,8 +201,10 @@ final class EpollLoop: EventLoop, @unchecked Sendable {
             for k in 0..<Swift.max(0, Int(n)) {
                 let fd = events[k].data.fd
                 let flags = events[k].events
-                if fd == wake {
+                if fd == wakeFD {
                     runTasks()
+                } else if let bell, fd == bell.fd {
+                    runTasks(readingWake: false)
                 } else if let listener = onListener, fd == listener.fd {
                     listener.accept()
                 } else if Int(fd) < connections.count, let connection = connections[Int(fd)] {
@@ -188,7 +215,7 @@ final class EpollLoop: EventLoop, @unchecked Sendable {
         }
         for case let connection? in connections { connection.closeNow() }
         Glibc.close(epoll)
-        Glibc.close(wake)
+        Glibc.close(wakeFD)
         running.leave()
     }
 
@@ -213,9 +240,11 @@ final class EpollLoop: EventLoop, @unchecked Sendable {
         }
     }
 
-    private func runTasks() {
+    /// Runs the tasks given so far. Woken by the bell, the loop's own `eventfd` is left as it
+    /// is: if it was written as well, it wakes the loop once more, to no tasks.
+    private func runTasks(readingWake: Bool = true) {
         var count: UInt64 = 0
-        _ = Glibc.read(wake, &count, 8)
+        if readingWake { _ = Glibc.read(wakeFD, &count, 8) }
         let list = tasks.withLock { t -> [@Sendable () -> Void] in
             t.woken = false
             var taken: [@Sendable () -> Void] = []

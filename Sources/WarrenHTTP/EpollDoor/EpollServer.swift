@@ -64,7 +64,8 @@ final class EpollServer: Sendable {
             Int(UInt16(raw[2]) << 8 | UInt16(raw[3]))
         }
         listener = fd
-        loops = (0..<max(1, count)).map { EpollLoop(name: "warren-epoll-\($0)") }
+        let bell = EpollBell()
+        loops = (0..<max(1, count)).map { EpollLoop(name: "warren-epoll-\($0)", bell: bell) }
         self.headTimeout = headTimeout
         self.polls = polls
         self.group = group
