@@ -134,6 +134,8 @@ final class EpollConnection: PollConnectionIO, @unchecked Sendable {
             outbound = rest
             return
         }
+        // Before the send: the client may poll again before this call returns.
+        AckDeferral.deferNext(on: fd)
         let n = bytes.withUnsafeReadableBytes { send($0) }
         if n == bytes.readableBytes { return }
         if n < 0, errno != EAGAIN, errno != EINTR { return closeNow() }
