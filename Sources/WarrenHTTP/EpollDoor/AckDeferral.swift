@@ -3,7 +3,7 @@ import Glibc
 /// Puts a poller's socket in the kernel's delayed-ACK ("pingpong") mode before each answer, so
 /// that the request that follows it is not acknowledged at once with a packet of its own.
 ///
-/// A long-poll is answered seconds after it arrives, so Linux treats the connection as
+/// A long-poll is answered well after it arrives (a message later, or at its `wait`), so Linux treats the connection as
 /// non-interactive and acknowledges each request at once: a pure ACK, sent and processed while
 /// the answers of a fan-out burst go out, since every poller polls again as soon as it is
 /// answered. In delayed-ACK mode that ACK waits (up to ~40 ms) for data to ride on, or for the
