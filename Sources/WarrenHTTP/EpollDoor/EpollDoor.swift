@@ -3,7 +3,7 @@ import NIOCore
 import ServiceLifecycle
 
 /// The public listener without TLS, on Linux: pollers are served on raw epoll threads
-/// (``EpollLoop``), each answer one `recv` and one `send`, by the same ``PollConnection`` as
+/// (``EpollLoop``), each answer one `recv`, one `send` and one `setsockopt` (``AckDeferral``), by the same ``PollConnection`` as
 /// on NIO. A connection whose first request is not a poll's, a new session's or a publish (a
 /// WebSocket handshake, the router's endpoints, a cross-origin request under CORS) is handed to
 /// NIO whole, behind the handlers ``HTTPListener`` gives its own connections, from that request

@@ -12,11 +12,11 @@ import WarrenCore
 /// (``EpollConnection``), and a NIO `EventLoop`, so that Warren's session model, which hands a
 /// session's deliveries, answers and timers to its home loop, runs on it as on NIO's loops.
 ///
-/// Per answer it makes one `recv` and one `send` and nothing else: no channel, pipeline,
-/// promise or write queue. Tasks from other threads (``execute(_:)``) are a list under a lock
-/// and one `eventfd` write per batch; timers are a heap touched on the loop's thread only. The
-/// loops of one door also share a bell (``EpollBell``), so that the live fan-out wakes them all
-/// with one write (``BatchWakeEventLoop``).
+/// Per answer it makes one `recv`, one `send` and the `setsockopt` before it (``AckDeferral``),
+/// and nothing else: no channel, pipeline, promise or write queue. Tasks from other threads
+/// (``execute(_:)``) are a list under a lock and one `eventfd` write per batch; timers are a heap
+/// touched on the loop's thread only. The loops of one door also share a bell (``EpollBell``), so
+/// that the live fan-out wakes them all with one write (``BatchWakeEventLoop``).
 final class EpollLoop: BatchWakeEventLoop, @unchecked Sendable {
     private let epoll: Int32
     private let wakeFD: Int32
