@@ -87,11 +87,27 @@ let package = Package(
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 // SHA-1 for the WebSocket handshake's Sec-WebSocket-Accept (RFC 6455 §4.2.2).
                 .product(name: "Crypto", package: "swift-crypto"),
-                // The epoll door's timers.
-                .product(name: "HeapModule", package: "swift-collections"),
             ],
             // The JavaScript client (Client/warren.js, linked from clients/js), served at /warren.js.
             resources: [.embedInCode("Client/warren.js")]
+        ),
+        // Linux's epoll, eventfd, accept4 and thread names, which Glibc's module leaves out (empty elsewhere).
+        .target(name: "CWarrenEpoll"),
+        // The epoll door (`http.poll_door = "epoll"`): WarrenHTTP's connections served on Warren's
+        // own epoll threads. Linux only: elsewhere it compiles to nothing.
+        .target(
+            name: "WarrenEpollDoor",
+            dependencies: [
+                "WarrenHTTP",
+                "WarrenCore",
+                .target(name: "CWarrenEpoll", condition: .when(platforms: [.linux])),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The loops' timers.
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
         ),
         // The Swift client library (clients talk to Warren through it; `warren chat` is its
         // first user): SwiftNIO for the WebSocket, URLSession for HTTP, nothing of Warren's own.
@@ -111,6 +127,7 @@ let package = Package(
             dependencies: [
                 "WarrenCore",
                 "WarrenHTTP",
+                .target(name: "WarrenEpollDoor", condition: .when(platforms: [.linux])),
                 "WarrenStore",
                 // `warren chat`: the terminal chat, on the Swift client.
                 "WarrenClient",
@@ -204,6 +221,15 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        // The epoll door's loop and socket options (Linux).
+        .testTarget(
+            name: "WarrenEpollDoorTests",
+            dependencies: [
+                "WarrenEpollDoor",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(

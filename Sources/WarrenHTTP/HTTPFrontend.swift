@@ -1,42 +1,48 @@
 import HTTPTypes
 import Hummingbird
-import HummingbirdCore
-import NIOSSL
 import Logging
-import ServiceLifecycle
 import NIOCore
-import NIOHTTP1
 import NIOPosix
+import NIOSSL
+import ServiceLifecycle
 import WarrenCore
-import Foundation
 
-/// The HTTP side of Warren: health, readiness, metrics, the demo page, the store and presence
-/// routes, and — below hummingbird, on the event loop — polling and WebSockets at `/v1/ws`.
-public enum HTTPFrontend {
+/// The HTTP side of Warren: the public listener (polls, publishes and WebSockets answered by
+/// each ``HTTPConnection`` itself; health, readiness, metrics, the pages, the store and
+/// presence through hummingbird's router) and, with `http.internal_listen`, the operations
+/// listener.
+package enum HTTPFrontend {
     /// Builds the HTTP server of `configuration.http.listen` with the broker link beside it (one
     /// service: the server stops before the link), and the drain service to run after it in the
-    /// same service group.
-    public static func application(configuration: BridgeConfiguration, link: BrokerLink, tokens: TokenAuthority?,
-                                   sessions: PollSessionCodec, logger: Logger) throws -> (some Service, DrainService)
+    /// same service group. `door`: what serves the public listener when it has no TLS (the
+    /// listener itself, or the epoll door in its place).
+    package static func application(configuration: BridgeConfiguration, link: BrokerLink, tokens: TokenAuthority?,
+                                    sessions: PollSessionCodec, logger: Logger,
+                                    door: (HTTPListener) -> any Service = { $0 }) throws -> (some Service, DrainService)
     {
         let sockets = OpenSockets()
         let authenticator = Authenticator(configuration: configuration, tokens: tokens, metrics: link.metrics)
-        let router = Router()
+        let polls = PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions)
+        let cors = CORSPolicy(configuration.poll.corsOrigins)
+        let router = Router(context: WarrenRequestContext.self)
         let methods: [HTTPRequest.Method] = [.get, .post, .delete, .head, .options]
-        switch configuration.poll.corsOrigins {
-        case []: break
-        case ["*"]: router.add(middleware: CORSMiddleware(allowOrigin: .all, allowMethods: methods))
-        case let origins: router.add(middleware: AllowedOriginsMiddleware(origins, allowMethods: methods))
+        if let cors {
+            if cors.origins == nil {
+                router.add(middleware: CORSMiddleware(allowOrigin: .all, allowMethods: methods))
+            } else {
+                router.add(middleware: AllowedOriginsMiddleware(cors, allowMethods: methods))
+            }
         }
         router.add(middleware: NotFoundMiddleware())
-        let polls = PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions)
-        polls.register(on: router)
-        StoreRoutes(link: link, support: polls.support).register(on: router)
-        PresenceRoutes(link: link, support: polls.support).register(on: router)
+        let identified = router.group().add(middleware: IdentityMiddleware(authenticator: authenticator))
+            .group(context: IdentifiedRequestContext.self)
+        polls.register(on: identified)
+        StoreRoutes(link: link, support: polls.support).register(on: identified)
+        PresenceRoutes(link: link).register(on: identified)
         // The operations endpoints: on their own listener when http.internal_listen is set (a
         // port only the operators' network reaches), the health checks on both.
         let inside: HostAndPort? = configuration.http.internalListen.isEmpty ? nil : HostAndPort(configuration.http.internalListen)
-        let operations = inside == nil ? router : Router()
+        let operations = inside == nil ? router : Router(context: WarrenRequestContext.self)
         if inside != nil { operations.add(middleware: NotFoundMiddleware()) }
         health(on: router, link: link)
         if inside != nil { health(on: operations, link: link) }
@@ -52,24 +58,19 @@ public enum HTTPFrontend {
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(string: DashboardPage.html)))
         }
-        // A plain GET of the WebSocket path (or a handshake the raw parser did not take) is
-        // answered here with the reason an upgrade would be refused (WebSocketDoor refuses
-        // handshakes with the same status and reason).
-        router.get("v1/ws") { request, _ -> Response in
+        // A GET of the WebSocket path that is not a handshake is answered with the reason an
+        // upgrade would be refused (WebSocketDoor refuses handshakes with the same status and reason).
+        identified.get("v1/ws") { _, context -> Response in
             guard link.runtime != nil, link.isBrokerUp, !link.isDraining else {
                 return errorResponse(503, .unavailable, "not accepting connections")
             }
-            let identity: ClientIdentity
-            do {
-                (identity, _) = try await authenticator.authenticate(query: Query(target: request.uri.description),
-                                                                        authorization: request.headers[.authorization])
-            } catch let error as AuthFailure {
-                return errorResponse(error.status, error.code, error.message)
-            }
-            if let users = link.runtime?.users, users.isAtConnectionLimit(identity.user) {
+            if let users = link.runtime?.users, users.isAtConnectionLimit(context.identity.user) {
                 return errorResponse(429, .rateLimited, "at most \(users.maxConnections) connections (WebSockets and poll sessions) per user on this node")
             }
-            return errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
+            var response = errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
+            response.headers[.secWebSocketVersion] = "13"
+            response.headers[.upgrade] = "websocket"
+            return response
         }
         readOnly(router, "/warren.js") {
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
@@ -84,16 +85,10 @@ public enum HTTPFrontend {
 
         let address = HostAndPort(configuration.http.listen)!
         let webSockets = WebSocketDoor(configuration: configuration, link: link, authenticator: authenticator, sockets: sockets, logger: logger)
-        // Hostile HTTP: small header limits (larger is a closed connection), keep-alive
-        // connections closed after http.idle_timeout, and a first request head that must arrive
-        // within http.header_timeout (slowloris).
-        // Pollers and WebSockets are served below hummingbird, on the event loop
-        // (PollConnection on the EpollDoor or a PollConnectionHandler, WebSocketConnectionHandler).
-        let door = PollConnectionContext(routes: polls, cors: !configuration.poll.corsOrigins.isEmpty,
-                                         idleTimeout: .seconds(Int64(configuration.http.idleTimeout)), webSockets: webSockets)
-        let http1 = HTTP1Channel.Configuration(
-            idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
-            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
+        let settings = HTTPConnectionStateMachine.Settings(headTimeout: .seconds(Int64(configuration.http.headTimeout)),
+                                                            idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
+                                                            maxBody: configuration.http.maxBody)
+        let budget = BodyBudget(limit: configuration.http.maxBodyBytesInFlight)
         // HTTPS / WSS for deployments without a terminating proxy.
         var tls: NIOSSLContext?
         if let certificate = configuration.http.tlsCertificateFile, let key = configuration.http.tlsKeyFile {
@@ -101,52 +96,31 @@ public enum HTTPFrontend {
                 certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
         }
-        let listener = HTTPListener(host: address.host, port: address.port, tls: tls,
-                                    headTimeout: .seconds(Int64(configuration.http.headerTimeout)),
-                                    backlog: configuration.http.backlog, polls: door,
-                                    http1: HTTP1Channel(responder: respond(with: router.buildResponder(), logger: logger),
-                                                        configuration: http1),
-                                    group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        let edge = EdgeContext(polls: polls, router: RouterEndpoint(responder: router.buildResponder(), logger: logger), cors: cors,
+                               webSockets: webSockets, authenticator: authenticator, settings: settings, budget: budget,
+                               metrics: link.metrics)
+        let listener = HTTPListener(host: address.host, port: address.port, tls: tls, backlog: configuration.http.backlog, edge: edge,
+                                    group: MultiThreadedEventLoopGroup.singleton, logger: logger,
+                                    maxPendingOutput: configuration.http.maxPendingOutput)
         var services: [any Service] = [link]
         if let inside {
             // Plain HTTP (an internal network), the same defences; stopped after the public
             // listener, so /metrics and /readyz answer through a drain.
-            services.append(HTTPListener(host: inside.host, port: inside.port, tls: nil,
-                                         headTimeout: .seconds(Int64(configuration.http.headerTimeout)),
-                                         backlog: 256, polls: nil,
-                                         http1: HTTP1Channel(responder: respond(with: operations.buildResponder(), logger: logger),
-                                                             configuration: http1),
-                                         group: MultiThreadedEventLoopGroup.singleton, logger: logger))
+            let operationsEdge = EdgeContext(polls: nil, router: RouterEndpoint(responder: operations.buildResponder(), logger: logger),
+                                             cors: nil, webSockets: nil, authenticator: authenticator, settings: settings, budget: budget,
+                                             metrics: link.metrics)
+            services.append(HTTPListener(host: inside.host, port: inside.port, tls: nil, backlog: 256, edge: operationsEdge,
+                                         group: MultiThreadedEventLoopGroup.singleton, logger: logger,
+                                         maxPendingOutput: configuration.http.maxPendingOutput))
         }
-        // Without TLS, pollers are served on epoll threads of their own (EpollDoor).
-        services.append(tls == nil ? EpollDoor(listener: listener, loops: System.coreCount) : listener as any Service)
+        services.append(tls == nil ? door(listener) : listener)
         let app = ServiceGroup(configuration: .init(services: services, logger: logger))
         return (app, DrainService(link: link, sockets: sockets, answerPolls: { polls.answerParkedPolls() }))
     }
 
-    /// What hummingbird's `Application` did for each request of a connection it serves: the
-    /// router's answer (500 for an error it did not turn into one), with `Date` and `Server`.
-    static func respond(with responder: some HTTPResponder<BasicRequestContext>, logger: Logger) -> HTTPChannelHandler.Responder {
-        { request, responseWriter, channel in
-            let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
-            var response: Response
-            do {
-                response = try await responder.respond(to: request, context: context)
-            } catch let error as HTTPParserError {
-                throw error
-            } catch {
-                logger.debug("unrecognised error from a route", metadata: ["error": "\(error)"])
-                response = Response(status: .internalServerError)
-            }
-            response.headers[.date] = HTTPDate.now()
-            response.headers[.server] = "warren"
-            try await responseWriter.write(response: response.head, body: response.body)
-        }
-    }
-
     /// `/healthz` (the process is alive) and `/readyz` (it serves: broker link and topology up,
     /// not draining).
-    static func health(on router: Router<BasicRequestContext>, link: BrokerLink) {
+    static func health(on router: Router<WarrenRequestContext>, link: BrokerLink) {
         readOnly(router, "healthz") { Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "ok\n"))) }
         readOnly(router, "readyz") {
             link.isReady
@@ -159,7 +133,7 @@ public enum HTTPFrontend {
     /// every server for HEAD, and load balancers and uptime checks probe with it. Only these:
     /// hummingbird's HEAD for every GET route would answer a HEAD of a poll by taking its
     /// messages and dropping them with the body.
-    static func readOnly(_ router: Router<BasicRequestContext>, _ path: RouterPath,
+    static func readOnly(_ router: Router<WarrenRequestContext>, _ path: RouterPath,
                          _ respond: @escaping @Sendable () -> Response) {
         router.get(path) { _, _ in respond() }
         router.head(path) { _, _ in respond().createHeadResponse() }

@@ -6,7 +6,11 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 import UnixSignals
+import NIOCore
 import WarrenCore
+#if os(Linux)
+import WarrenEpollDoor
+#endif
 import WarrenHTTP
 import WarrenStore
 
@@ -48,7 +52,7 @@ struct Serve: AsyncParsableCommand {
         let link = BrokerLink(configuration: config, metrics: metrics, conversations: conversations, logger: logger)
         let sessions = await PollSessionCodec.make(secret: config.auth.secret)
         let (app, drain) = try HTTPFrontend.application(configuration: config, link: link, tokens: tokens, sessions: sessions,
-                                                    logger: logger)
+                                                        logger: logger, door: { listener in Self.door(config.http.pollDoor, listener) })
         // SIGTERM / SIGINT start a graceful drain bounded by shutdown.grace; past it, services are cancelled.
         // Services stop in reverse order: the drain (sockets → 1001) first, then the HTTP server and broker link.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: drain)]
@@ -75,5 +79,14 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode.failure
         }
         logger.info("warren stopped")
+    }
+
+    /// What serves the public listener without TLS (`http.poll_door`): the epoll door on Linux
+    /// when asked for, else the NIO listener itself.
+    static func door(_ door: BridgeConfiguration.PollDoor, _ listener: HTTPListener) -> any Service {
+        #if os(Linux)
+        if door == .epoll { return EpollDoor(listener: listener, loops: System.coreCount) }
+        #endif
+        return listener
     }
 }

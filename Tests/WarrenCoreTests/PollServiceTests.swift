@@ -105,9 +105,9 @@ struct PollServiceTests {
         let again = try await service.poll(session: wide, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil)
         #expect(again.messages.isEmpty && service.sessionCount == 1)
         // The event-loop path takes only a poll under the policy the session is open with.
-        func onLoop(_ policy: AccessPolicy) -> PollService.LoopPoll {
+        func onLoop(_ policy: AccessPolicy) -> PollService.Polled {
             var last: PollService.LastPolled?
-            return service.pollOnLoop(session: wide[...], user: "carol", policy: policy, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
+            return service.poll(session: wide[...], user: "carol", policy: policy, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
                                       last: &last)
         }
         guard case .elsewhere = onLoop(roomless) else { Issue.record("served under other rules"); return }
@@ -165,8 +165,8 @@ struct PollServiceTests {
         let subscriptions = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
         let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
         var last: PollService.LastPolled?
-        func onLoop() -> PollService.LoopPoll {
-            service.pollOnLoop(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
+        func onLoop() -> PollService.Polled {
+            service.poll(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
                                last: &last)
         }
         guard case .answered = onLoop() else { Issue.record("not served"); return }
@@ -174,7 +174,7 @@ struct PollServiceTests {
         guard case .answered = onLoop() else { Issue.record("not served from what the connection kept"); return }
         // Another user's poll of the same string is not served from it either.
         var mallory = last
-        guard case .elsewhere = service.pollOnLoop(session: token[...], user: "mallory", policy: .standard, wait: 0, max: 10, ack: nil,
+        guard case .elsewhere = service.poll(session: token[...], user: "mallory", policy: .standard, wait: 0, max: 10, ack: nil,
                                                    to: DiscardingSink(), last: &mallory) else { Issue.record("served to another user"); return }
         try await service.delete(session: token, user: "carol")
         guard case .elsewhere = onLoop() else { Issue.record("a deleted session served"); return }
@@ -183,8 +183,8 @@ struct PollServiceTests {
         // Dropped by the sweep after poll.session_ttl without a poll, then opened again by a poll.
         let (other, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
         var kept: PollService.LastPolled?
-        func poll(_ token: String) -> PollService.LoopPoll {
-            service.pollOnLoop(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
+        func poll(_ token: String) -> PollService.Polled {
+            service.poll(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
                                last: &kept)
         }
         guard case .answered = poll(other) else { Issue.record("not served"); return }

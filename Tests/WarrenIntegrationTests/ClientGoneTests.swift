@@ -10,7 +10,7 @@ import WarrenCore
 /// close can end it in time.
 @Suite("Clients that go", .serialized)
 struct ClientGoneTests {
-    static let longTimeouts = ["WARREN_HTTP_HEADER_TIMEOUT": "300", "WARREN_HTTP_IDLE_TIMEOUT": "3600",
+    static let longTimeouts = ["WARREN_HTTP_HEAD_TIMEOUT": "300", "WARREN_HTTP_IDLE_TIMEOUT": "3600",
                                "WARREN_WEBSOCKET_PING_INTERVAL": "3600", "WARREN_WEBSOCKET_IDLE_TIMEOUT": "7200"]
     static let deadline = Duration.seconds(30)
 

@@ -39,15 +39,38 @@ public struct BridgeConfiguration: Sendable {
         /// When set, `/metrics`, `/v1/stats` and `/dashboard` are served on this address (with
         /// `/healthz` and `/readyz`) and no longer on `listen`; empty: everything on `listen`.
         public var internalListen: String = ""
-        /// Seconds a new connection has to send its first complete request head.
-        public var headerTimeout: Int = 10
-        /// Seconds an idle keep-alive HTTP connection is kept.
+        /// Seconds a request head has, from its first byte (or blank line) to its end: every
+        /// head of a connection, not only the first.
+        public var headTimeout: Int = 10
+        /// Seconds an idle keep-alive HTTP connection is kept (also: between two reads of a
+        /// body, and for a client that reads none of its answers).
         public var idleTimeout: Int = 75
+        /// Bytes of answers waiting for one client past which Warren stops reading its
+        /// connection until they drain.
+        public var maxPendingOutput: Int = 256 << 10
+        /// Bytes of one request body.
+        public var maxBody: Int = 1 << 20
+        /// Bytes of request bodies held in memory by all connections together (past it, 503).
+        public var maxBodyBytesInFlight: Int = 64 << 20
+        /// What serves the public listener's connections without TLS.
+        public var pollDoor: PollDoor = .standard
         /// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
         public var backlog: Int = 4096
         /// PEM certificate chain and key: when both are set, Warren serves HTTPS and WSS itself.
         public var tlsCertificateFile: String?
         public var tlsKeyFile: String?
+    }
+
+    /// What serves the public listener's HTTP connections when it has no TLS (`http.poll_door`).
+    public enum PollDoor: String, Sendable {
+        /// NIO's channels, as every other listener.
+        case nio
+        /// Warren's own epoll threads: a poll answer is a `recv`, a `send` and a `setsockopt`;
+        /// connections that need a channel (a WebSocket, the router's endpoints) are handed to
+        /// NIO. Linux only: elsewhere it means `nio`.
+        case epoll
+
+        public static let standard = PollDoor.epoll
     }
 
     public struct Log: Sendable {
@@ -204,7 +227,15 @@ public struct BridgeConfiguration: Sendable {
             throw source.error("node", "id", "must be \(RouteKey.wordRule)")
         }
         config.demo = try source.bool("http", "demo", default: config.demo)
-        config.http.headerTimeout = try source.int("http", "header_timeout", default: config.http.headerTimeout, range: 1...300)
+        config.http.headTimeout = try source.int("http", "head_timeout", default: config.http.headTimeout, range: 1...300)
+        config.http.maxPendingOutput = try source.int("http", "max_pending_output", default: config.http.maxPendingOutput,
+                                                      range: 4096...(64 << 20))
+        config.http.maxBody = try source.int("http", "max_body", default: config.http.maxBody, range: 1024...(64 << 20))
+        config.http.maxBodyBytesInFlight = try source.int("http", "max_body_bytes_in_flight", default: config.http.maxBodyBytesInFlight,
+                                                          range: config.http.maxBody...(16 << 30))
+        let door = try source.string("http", "poll_door", default: config.http.pollDoor.rawValue)
+        guard let pollDoor = PollDoor(rawValue: door) else { throw source.error("http", "poll_door", "must be nio or epoll") }
+        config.http.pollDoor = pollDoor
         config.http.backlog = try source.int("http", "backlog", default: config.http.backlog, range: 1...65_535)
         config.http.idleTimeout = try source.int("http", "idle_timeout", default: config.http.idleTimeout, range: 1...3600)
         for key in ["tls_cert_file", "tls_key_file"] {
@@ -402,7 +433,9 @@ extension BridgeConfiguration {
                   "tls_key_file = \(q(amqp.client.tlsOptions.privateKeyFile ?? ""))",
                   "tls_server_name = \(q(amqp.client.tlsOptions.serverName ?? ""))", ""]
         lines += ["[http]", "listen = \(q(http.listen))", "internal_listen = \(q(http.internalListen))", "demo = \(demo)", "cors_origin = \(poll.corsOrigins.count <= 1 ? q(poll.corsOrigins.first ?? "") : list(poll.corsOrigins))",
-                  "header_timeout = \(http.headerTimeout)", "idle_timeout = \(http.idleTimeout)", "backlog = \(http.backlog)",
+                  "head_timeout = \(http.headTimeout)", "idle_timeout = \(http.idleTimeout)", "backlog = \(http.backlog)",
+                  "max_pending_output = \(http.maxPendingOutput)", "max_body = \(http.maxBody)",
+                  "max_body_bytes_in_flight = \(http.maxBodyBytesInFlight)", "poll_door = \(q(http.pollDoor.rawValue))",
                   "tls_cert_file = \(q(http.tlsCertificateFile ?? ""))", "tls_key_file = \(q(http.tlsKeyFile ?? ""))", ""]
         lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
                   "secret = \(q(auth.secret.isEmpty ? "" : "***"))",

@@ -116,21 +116,7 @@ public final class PollOutput: SessionOutput {
         return PollAnswer(messages: items, node: node, sequence: seq, more: !b.isEmpty)
     }
 
-    /// An answer now, for a poll awaited elsewhere (``wait(timeout:deadlines:)``): see
-    /// ``answer(_:max:node:leaseMilliseconds:now:none:)``.
-    public func answer(max: Int, node: String, leaseMilliseconds: Int64, now: Int64) -> PollAnswer {
-        state.withLock { Self.answer(&$0.buffer, max: max, node: node, leaseMilliseconds: leaseMilliseconds, now: now, none: false) }
-    }
-
     // MARK: polls
-
-    /// Waits until a delivery is buffered, ``wake()`` is called, another poll takes this one's
-    /// place, or `timeout` passes (on `deadlines`, no task or timer per wait).
-    public func wait(timeout: TimeAmount, deadlines: PollDeadlines) async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            if park(timeout: timeout, deadlines: deadlines, wake: { c.resume() }) == nil { c.resume() }
-        }
-    }
 
     /// Parks a poll: `wake` is called once, from whichever thread answers it (a delivery, the
     /// deadline, a poll taking its place, a close, ``wake(parked:)``). Returns the parked poll's

@@ -3,7 +3,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import ServiceLifecycle
 
 /// HTTP polling sessions (DESIGN §5), served by any node.
 ///
@@ -245,53 +244,16 @@ public final class PollService: Sendable {
 
     // MARK: polling
 
-    /// `GET /v1/poll/<session>`: every buffered delivery up to `max`, waiting up to `wait`
-    /// seconds for the first.
-    /// `policy`: the poll's own (the configured one, or its token's `warren` claim), which the
-    /// session on this node must have been opened with (``session(for:user:policy:home:)``).
-    public func poll(session token: String, user: String, policy: AccessPolicy, wait: Int, max: Int,
-                     ack cursor: String?) async throws(ProtocolError) -> PollAnswer
-    {
-        var found = try await session(for: token, user: user, policy: policy)
-        if !found.pollStarted() {
-            // Ended by the sweeper between the lookup and now: open it afresh.
-            found = try await self.session(for: token, user: user, policy: policy)
-            guard found.pollStarted() else { throw ProtocolError(.unavailable, "the session is being closed; retry", ref: nil) }
-        }
-        let session = found
-        defer { session.pollEnded(now: WallClock.milliseconds()) }
-        if let cursor { ack(cursor, on: session, token: token, polling: true) }
-        try await resumeInbox(of: session)
-        let wait = min(wait, settings.maxWait)
-        if wait > 0, session.output.withBuffer({ $0.isEmpty }) {
-            logger.debug("long-poll waiting", metadata: ["session": "\(session.descriptor.id.prefix(8))"])
-            // A drain answers held long-polls at once (with what they have).
-            await withGracefulShutdownHandler {
-                await session.output.wait(timeout: .seconds(Int64(wait)), deadlines: deadlines)
-            } onGracefulShutdown: {
-                session.output.wake()
-            }
-        }
-        return take(from: session, max: max, now: WallClock.milliseconds())
-    }
-
-    /// An answer: up to `max` (clamped to `poll.max_batch`) buffered deliveries, their inbox
-    /// ones leased under the answer's cursor, and whether more were left.
-    private func take(from session: PollSession, max: Int, now: Int64) -> PollAnswer {
-        session.output.answer(max: Swift.max(1, min(max, settings.maxBatch)), node: session.node, leaseMilliseconds: Int64(settings.lease) * 1000,
-                              now: now)
-    }
-
-    /// The session a connection polled last (``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``):
+    /// The session a connection polled last (``poll(session:user:policy:wait:max:ack:to:last:repeated:now:)``):
     /// opaque to the frontend, which keeps it for the connection's next poll.
     public struct LastPolled: Sendable {
         fileprivate let session: PollSession
     }
 
-    /// How ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)`` took a poll.
-    public enum LoopPoll: Sendable {
-        /// Not a session open here with its inbox consuming and the poll's policy: take
-        /// ``poll(session:user:policy:wait:max:ack:)``.
+    /// How ``poll(session:user:policy:wait:max:ack:to:last:repeated:now:)`` took a poll.
+    public enum Polled: Sendable {
+        /// Not a session open here with its inbox consuming and the poll's policy: open it here
+        /// with ``prepare(session:user:policy:home:)`` (which says why it cannot be), then poll again.
         case elsewhere
         /// Answered already (the sink was answered).
         case answered
@@ -300,11 +262,15 @@ public final class PollService: Sendable {
         case parked(PollOutput, UInt64)
     }
 
-    /// A poll of a session already open on this node, taken without suspending: the same
-    /// session, buffer, leases and cursors as ``poll(session:user:policy:wait:max:ack:)``, for a
-    /// frontend that answers on its event loop. `sink` is answered exactly once, from any
+    /// `GET /v1/poll/<session>`: every buffered delivery up to `max`, waiting up to `wait`
+    /// seconds for the first; `ack` acks what the answers up to that cursor delivered. Taken
+    /// without suspending, for a session open on this node (else ``Polled/elsewhere``), so a
+    /// frontend answers it on its event loop. `sink` is answered exactly once, from any
     /// thread; when it is not ``PollAnswerSink/isAlive`` by then, nothing is taken (the
     /// connection went) and the answer has no items.
+    ///
+    /// `policy`: the poll's own (the configured one, or its token's `warren` claim), which the
+    /// session on this node must have been opened with (``prepare(session:user:policy:home:)``).
     ///
     /// `token` is the session string as the request's target carries it (no `String` is made
     /// for it).
@@ -318,9 +284,9 @@ public final class PollService: Sendable {
     /// policy are not compared again.
     ///
     /// `now`: the wall clock as the frontend read it for this poll (``WallClock``).
-    public func pollOnLoop(session token: Substring, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
-                           to sink: any PollAnswerSink, last: inout LastPolled?, repeated: Bool = false,
-                           now: Int64 = WallClock.milliseconds()) -> LoopPoll {
+    public func poll(session token: Substring, user: String, policy: AccessPolicy, wait: Int, max: Int, ack cursor: String?,
+                     to sink: any PollAnswerSink, last: inout LastPolled?, repeated: Bool = false,
+                     now: Int64 = WallClock.milliseconds()) -> Polled {
         // Its user's, under its policy, with its inbox (if any) consumed here; then started, in
         // one lock with the check that it is still in the node's table.
         func startable(_ s: PollSession, checked: Bool) -> Bool {
@@ -352,7 +318,7 @@ public final class PollService: Sendable {
     }
 
     /// Opens the session on this node if it is not open here yet (its first poll here) and
-    /// resumes its inbox if the sweeper paused it, so that ``pollOnLoop(session:user:policy:wait:max:ack:to:last:repeated:now:)``
+    /// resumes its inbox if the sweeper paused it, so that ``poll(session:user:policy:wait:max:ack:to:last:repeated:now:)``
     /// can take the next poll.
     /// `home`: the event loop of the connection polling (``create(user:device:policy:subscriptions:home:)``).
     public func prepare(session token: String, user: String, policy: AccessPolicy, home: (any EventLoop)? = nil)
