@@ -69,20 +69,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The HTTP / WebSocket frontends: a thin layer over WarrenCore.
+        // The HTTP edge: one connection state machine per connection, the
+        // WebSocket door and hummingbird's router; a thin layer over WarrenCore.
         .target(
             name: "WarrenHTTP",
             dependencies: [
                 "WarrenCore",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The router, its middleware and request contexts (not its HTTP server: the
+                // edge's connections are WarrenHTTP's own).
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Atomics", package: "swift-atomics"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 // The listener's graceful shutdown (ServerQuiescingHelper).
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 // SHA-1 for the WebSocket handshake's Sec-WebSocket-Accept (RFC 6455 §4.2.2).
@@ -216,6 +216,9 @@ let package = Package(
                 "WarrenCore",
                 "AMQPClient",
                 "TestSupport",
+                // The router's endpoints, in HummingbirdTesting's router mode.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),

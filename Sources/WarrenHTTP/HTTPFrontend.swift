@@ -24,6 +24,50 @@ package enum HTTPFrontend {
         let authenticator = Authenticator(configuration: configuration, tokens: tokens, metrics: link.metrics)
         let polls = PollRoutes(configuration: configuration, link: link, authenticator: authenticator, codec: sessions)
         let cors = CORSPolicy(configuration.poll.corsOrigins)
+        let (router, operations) = routers(configuration: configuration, link: link, polls: polls)
+        let inside: HostAndPort? = configuration.http.internalListen.isEmpty ? nil : HostAndPort(configuration.http.internalListen)
+        let address = HostAndPort(configuration.http.listen)!
+        let webSockets = WebSocketDoor(configuration: configuration, link: link, authenticator: authenticator, sockets: sockets, logger: logger)
+        let settings = HTTPConnectionStateMachine.Settings(headTimeout: .seconds(Int64(configuration.http.headTimeout)),
+                                                            idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
+                                                            maxBody: configuration.http.maxBody)
+        let budget = BodyBudget(limit: configuration.http.maxBodyBytesInFlight)
+        // HTTPS / WSS for deployments without a terminating proxy.
+        var tls: NIOSSLContext?
+        if let certificate = configuration.http.tlsCertificateFile, let key = configuration.http.tlsKeyFile {
+            tls = try NIOSSLContext(configuration: TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
+        }
+        let edge = EdgeContext(polls: polls, router: RouterEndpoint(responder: router.buildResponder(), logger: logger), cors: cors,
+                               webSockets: webSockets, authenticator: authenticator, settings: settings, budget: budget,
+                               metrics: link.metrics)
+        let listener = HTTPListener(host: address.host, port: address.port, tls: tls, backlog: configuration.http.backlog, edge: edge,
+                                    group: MultiThreadedEventLoopGroup.singleton, logger: logger,
+                                    maxPendingOutput: configuration.http.maxPendingOutput)
+        var services: [any Service] = [link]
+        if let inside, let operations {
+            // Plain HTTP (an internal network), the same defences; stopped after the public
+            // listener, so /metrics and /readyz answer through a drain.
+            let operationsEdge = EdgeContext(polls: nil, router: RouterEndpoint(responder: operations.buildResponder(), logger: logger),
+                                             cors: nil, webSockets: nil, authenticator: authenticator, settings: settings, budget: budget,
+                                             metrics: link.metrics)
+            services.append(HTTPListener(host: inside.host, port: inside.port, tls: nil, backlog: 256, edge: operationsEdge,
+                                         group: MultiThreadedEventLoopGroup.singleton, logger: logger,
+                                         maxPendingOutput: configuration.http.maxPendingOutput))
+        }
+        services.append(tls == nil ? door(listener) : listener)
+        let app = ServiceGroup(configuration: .init(services: services, logger: logger))
+        return (app, DrainService(link: link, sockets: sockets, answerPolls: { polls.answerParkedPolls() }))
+    }
+
+    /// The router of the public listener (every endpoint the connection does not answer itself)
+    /// and, with `http.internal_listen`, the operations listener's (metrics, stats, dashboard and
+    /// health there; nil: all on the public one).
+    static func routers(configuration: BridgeConfiguration, link: BrokerLink, polls: PollRoutes)
+        -> (public: Router<WarrenRequestContext>, operations: Router<WarrenRequestContext>?)
+    {
+        let cors = CORSPolicy(configuration.poll.corsOrigins)
         let router = Router(context: WarrenRequestContext.self)
         let methods: [HTTPRequest.Method] = [.get, .post, .delete, .head, .options]
         if let cors {
@@ -34,18 +78,18 @@ package enum HTTPFrontend {
             }
         }
         router.add(middleware: NotFoundMiddleware())
-        let identified = router.group().add(middleware: IdentityMiddleware(authenticator: authenticator))
+        let identified = router.group().add(middleware: IdentityMiddleware(authenticator: polls.authenticator))
             .group(context: IdentifiedRequestContext.self)
         polls.register(on: identified)
         StoreRoutes(link: link, support: polls.support).register(on: identified)
         PresenceRoutes(link: link).register(on: identified)
         // The operations endpoints: on their own listener when http.internal_listen is set (a
         // port only the operators' network reaches), the health checks on both.
-        let inside: HostAndPort? = configuration.http.internalListen.isEmpty ? nil : HostAndPort(configuration.http.internalListen)
-        let operations = inside == nil ? router : Router(context: WarrenRequestContext.self)
-        if inside != nil { operations.add(middleware: NotFoundMiddleware()) }
+        let inside = !configuration.http.internalListen.isEmpty
+        let operations = inside ? Router(context: WarrenRequestContext.self) : router
+        if inside { operations.add(middleware: NotFoundMiddleware()) }
         health(on: router, link: link)
-        if inside != nil { health(on: operations, link: link) }
+        if inside { health(on: operations, link: link) }
         readOnly(operations, "metrics") {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(bytes: link.metrics.prometheusText())))
@@ -82,40 +126,7 @@ package enum HTTPFrontend {
                          body: .init(byteBuffer: ByteBuffer(string: DemoPage.html)))
             }
         }
-
-        let address = HostAndPort(configuration.http.listen)!
-        let webSockets = WebSocketDoor(configuration: configuration, link: link, authenticator: authenticator, sockets: sockets, logger: logger)
-        let settings = HTTPConnectionStateMachine.Settings(headTimeout: .seconds(Int64(configuration.http.headTimeout)),
-                                                            idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
-                                                            maxBody: configuration.http.maxBody)
-        let budget = BodyBudget(limit: configuration.http.maxBodyBytesInFlight)
-        // HTTPS / WSS for deployments without a terminating proxy.
-        var tls: NIOSSLContext?
-        if let certificate = configuration.http.tlsCertificateFile, let key = configuration.http.tlsKeyFile {
-            tls = try NIOSSLContext(configuration: TLSConfiguration.makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
-                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
-        }
-        let edge = EdgeContext(polls: polls, router: RouterEndpoint(responder: router.buildResponder(), logger: logger), cors: cors,
-                               webSockets: webSockets, authenticator: authenticator, settings: settings, budget: budget,
-                               metrics: link.metrics)
-        let listener = HTTPListener(host: address.host, port: address.port, tls: tls, backlog: configuration.http.backlog, edge: edge,
-                                    group: MultiThreadedEventLoopGroup.singleton, logger: logger,
-                                    maxPendingOutput: configuration.http.maxPendingOutput)
-        var services: [any Service] = [link]
-        if let inside {
-            // Plain HTTP (an internal network), the same defences; stopped after the public
-            // listener, so /metrics and /readyz answer through a drain.
-            let operationsEdge = EdgeContext(polls: nil, router: RouterEndpoint(responder: operations.buildResponder(), logger: logger),
-                                             cors: nil, webSockets: nil, authenticator: authenticator, settings: settings, budget: budget,
-                                             metrics: link.metrics)
-            services.append(HTTPListener(host: inside.host, port: inside.port, tls: nil, backlog: 256, edge: operationsEdge,
-                                         group: MultiThreadedEventLoopGroup.singleton, logger: logger,
-                                         maxPendingOutput: configuration.http.maxPendingOutput))
-        }
-        services.append(tls == nil ? door(listener) : listener)
-        let app = ServiceGroup(configuration: .init(services: services, logger: logger))
-        return (app, DrainService(link: link, sockets: sockets, answerPolls: { polls.answerParkedPolls() }))
+        return (router, inside ? operations : nil)
     }
 
     /// `/healthz` (the process is alive) and `/readyz` (it serves: broker link and topology up,
