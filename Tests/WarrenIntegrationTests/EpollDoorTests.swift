@@ -2,25 +2,29 @@ import Foundation
 import Testing
 import WarrenCore
 
-/// The epoll door (the public listener without TLS): pollers served on its own threads, an
-/// answer larger than the socket takes at once written whole and in order, and connections
-/// that are not pollers' handed to NIO. (Every other polling, WebSocket and hostile-HTTP test
-/// goes through it too, on the same port.)
-@Suite("The epoll door")
+/// The public listener's two drivers (`http.poll_door`): the epoll door (the default: pollers
+/// served on its own threads, connections that need a channel handed to NIO) and NIO's
+/// channels. An answer larger than the socket takes at once is written whole and in order on
+/// either. (Every other polling, WebSocket and hostile-HTTP test goes through the default
+/// door; HostileClientTests runs its probes on both.)
+@Suite("The public listener's doors")
 struct EpollDoorTests {
-    @Test func thePublicListenerWithoutTLSServesPollersOnEpoll() async throws {
-        let warren = try await WarrenInstance.start()
+    @Test(arguments: ["epoll", "nio"])
+    func theDoorServesThePublicListener(door: String) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let line = warren.process.log.split(separator: "\n").first { $0.contains("HTTP server listening") }
-        #expect(line?.contains("epoll") == true, "\(line ?? "no listening line")")
+        #expect(line?.contains("pollers=epoll") == (door == "epoll"), "\(line ?? "no listening line")")
+        #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/healthz").status == 200)
     }
 
     /// 100 messages of 30 KB, 34 to an answer (1 MB, `poll.max_answer_bytes`), to four pipelined
     /// polls of a client that reads nothing for a second: 3 MB, more than the socket takes, so
     /// answers wait for it and go out as it drains, whole and in order, and a router request
-    /// after them is answered last (handed to NIO with what was read).
-    @Test func anAnswerLargerThanTheSocketTakesGoesOutWholeBeforeTheNextOne() async throws {
-        let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600"])
+    /// after them is answered last (on the epoll door, handed to NIO once they are written).
+    @Test(arguments: ["epoll", "nio"])
+    func anAnswerLargerThanTheSocketTakesGoesOutWholeBeforeTheNextOne(door: String) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600", "WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let (alice, room, poller, sender) = try await Poller.onNewRoom("big", of: warren)
         let body = String(repeating: "x", count: 30_000)

@@ -58,8 +58,8 @@ struct PollingTests {
         await socket.close()
     }
 
-    @Test func longPollWakesOnArrivalAndEndsEmptyAtTheDeadline() async throws {
-        let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug"])
+    @Test(arguments: ["epoll", "nio"]) func longPollWakesOnArrivalAndEndsEmptyAtTheDeadline(door: String) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_LOG_LEVEL": "debug", "WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let alice = uniqueUser("alice")
         let poller = try await Poller.open(port: warren.port, user: alice, subscriptions: #"[{"id":"me","pattern":"\#(mine(alice))"}]"#)
@@ -271,8 +271,8 @@ struct PollingTests {
 
     /// Polls of a session open on this node are answered on the event loop, other requests by
     /// the router: a client that pipelines both on one connection gets every answer, in order.
-    @Test func pipelinedPollsAndOtherRequestsAreAnsweredInOrder() async throws {
-        let warren = try await WarrenInstance.start()
+    @Test(arguments: ["epoll", "nio"]) func pipelinedPollsAndOtherRequestsAreAnsweredInOrder(door: String) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let (alice, room, poller, sender) = try await Poller.onNewRoom("pipe", of: warren)
         _ = try await sender.request(#"{"op":"pub","route":"\#(room)","body":"first","cid":"p1"}"#, expect: "puback")
@@ -300,8 +300,8 @@ struct PollingTests {
     /// nginx proxies to its upstreams with HTTP/1.0 unless told otherwise: an HTTP/1.0 long-poll
     /// (with or without `Connection: keep-alive`) parks, is woken by a publish, is answered
     /// with the message, and its connection closes.
-    @Test func anHTTP10LongPollIsWokenAnsweredAndClosed() async throws {
-        let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600"])
+    @Test(arguments: ["epoll", "nio"]) func anHTTP10LongPollIsWokenAnsweredAndClosed(door: String) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_IDLE_TIMEOUT": "3600", "WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let (alice, room, poller, sender) = try await Poller.onNewRoom("ten", of: warren)
         for (index, connection) in ["", "Connection: keep-alive\r\n"].enumerated() {
@@ -318,8 +318,8 @@ struct PollingTests {
     /// A client that sends `Expect: 100-continue` (curl for large bodies, older libcurl from
     /// 1 KB) holds its body back until told: it is told at once (RFC 9110 §10.1.1), not left to
     /// its own timeout (a second, for curl), and a body over the limit is refused before it is sent.
-    @Test func aClientWaitingFor100ContinueIsToldAtOnce() async throws {
-        let warren = try await WarrenInstance.start()
+    @Test(arguments: ["epoll", "nio"]) func aClientWaitingFor100ContinueIsToldAtOnce(door: String) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let alice = uniqueUser("alice")
         let body = #"{"route":"room.expect","body":"held back"}"#
@@ -351,8 +351,8 @@ struct PollingTests {
         #expect(await tooLarge.closedByServer(within: .seconds(30)))
     }
 
-    @Test func badHTTPInputGetsTheDocumentedStatus() async throws {
-        let warren = try await WarrenInstance.start()
+    @Test(arguments: ["epoll", "nio"]) func badHTTPInputGetsTheDocumentedStatus(door: String) async throws {
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let alice = uniqueUser("alice")
         let port = warren.port
@@ -390,9 +390,10 @@ struct PollingTests {
         #expect(try await HTTPTestClient.request(.GET, port: port, "/readyz").status == 200)
     }
 
-    @Test func corsLetsABrowserPageOnAnotherOriginPoll() async throws {
+    @Test(arguments: ["epoll", "nio"]) func corsLetsABrowserPageOnAnotherOriginPoll(door: String) async throws {
         // Two origins (a list: hummingbird's own middleware takes one or any).
-        let warren = try await WarrenInstance.start(["WARREN_HTTP_CORS_ORIGIN": "https://chat.example, http://localhost:3000"])
+        let warren = try await WarrenInstance.start(["WARREN_HTTP_CORS_ORIGIN": "https://chat.example, http://localhost:3000",
+                                                      "WARREN_HTTP_POLL_DOOR": door])
         defer { Task { await warren.stop() } }
         let second = try await HTTPTestClient.request(.OPTIONS, port: warren.port, "/v1/poll", headers: [
             ("Origin", "http://localhost:3000"), ("Access-Control-Request-Method", "POST"),
