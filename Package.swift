@@ -186,6 +186,7 @@ let package = Package(
             name: "poll-floor",
             dependencies: [
                 "AMQPClient",
+                .target(name: "CWarrenEpoll", condition: .when(platforms: [.linux])),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

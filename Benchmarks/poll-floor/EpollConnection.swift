@@ -1,3 +1,4 @@
+#if os(Linux)
 /// One connection of ``EpollWorker``; its session is the connection.
 final class EpollConnection {
     let fd: Int32
@@ -13,3 +14,4 @@ final class EpollConnection {
         buffer.reserveCapacity(2048)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(Linux)
 import AMQPClient
 
 /// Hands each message, built once, to every ``EpollWorker``.
@@ -16,3 +17,4 @@ final class EpollFan: AMQPDeliverySink, @unchecked Sendable {
 
     func finish(_ error: AMQPError?) { FloorExit.consumerEnded(error) }
 }
+#endif

@@ -1,6 +1,7 @@
-// Glibc's module leaves out <sys/epoll.h> and <sys/eventfd.h>; NIO's C shim (built for NIOPosix,
-// which this target depends on) includes them, and `CNIOLinux_accept4`.
-import CNIOLinux
+#if os(Linux)
+// Glibc's module leaves out <sys/epoll.h> and <sys/eventfd.h>: Warren's CWarrenEpoll has them,
+// and accept4.
+import CWarrenEpoll
 import Glibc
 import Synchronization
 
@@ -73,7 +74,7 @@ final class EpollWorker: @unchecked Sendable {
 
     private func accepting() {
         while true {
-            let fd = CNIOLinux_accept4(listener, nil, nil, Int32(SOCK_NONBLOCK.rawValue))
+            let fd = warren_accept4(listener, Int32(SOCK_NONBLOCK.rawValue))
             guard fd >= 0, Int(fd) < connections.count else {
                 if fd >= 0 { Glibc.close(fd) }
                 return
@@ -170,3 +171,4 @@ final class EpollWorker: @unchecked Sendable {
         Glibc.close(connection.fd)
     }
 }
+#endif

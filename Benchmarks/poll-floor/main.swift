@@ -1,7 +1,7 @@
 // poll-floor: what a long-poll server fed through RabbitMQ costs at the least, on this machine.
 //
 // Not Warren: a measuring instrument for BENCHMARKS.md ("The floor under `poll`"). It speaks
-// just enough of Warren's poll protocol (DESIGN §5) for
+// just enough of Warren's poll protocol for
 // `warren-bench --scenarios poll --targets warren-poll,nchan --warren-binary .build/release/poll-floor`:
 // `POST /v1/poll` makes a session that is the connection, `GET /v1/poll/…` parks until a
 // message, `/readyz` answers 200; nothing is validated, no limit, ACL or cursor is kept.
@@ -41,10 +41,14 @@ if environment["POLL_FLOOR_NIO"] == "1" {
         .bind(host: "127.0.0.1", port: Int(port)).get()
     sink = NIOFloorFan(loops)
 } else {
+    #if os(Linux)
     let work = environment["POLL_FLOOR_WORK_NS"].flatMap { UInt64($0) } ?? 0
     let workers = (0..<2).map { _ in EpollWorker(port: port, workNanos: work) }
     for worker in workers { Thread { worker.run() }.start() }
     sink = EpollFan(workers)
+    #else
+    fatalError("poll-floor's epoll server is Linux's: set POLL_FLOOR_NIO=1")
+    #endif
 }
 let connection = try await AMQPConnection.connect(configuration: configuration)
 let channel = try await connection.openChannel()

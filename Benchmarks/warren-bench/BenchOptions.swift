@@ -6,7 +6,7 @@ import WarrenBenchKit
 struct BenchOptions: ParsableArguments {
     @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history, presence, publish.")
     var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale,greedy"
-    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, web-stomp, amqp, amqp-ack, nchan, nchan-multi; publish: ws-publish, http-publish, stomp-publish, amqp-publish); default: each scenario's own set.")
+    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, warren-poll-nio, warren-poll-base, web-stomp, amqp, amqp-ack, nchan, nchan-multi; publish: ws-publish, http-publish, stomp-publish, amqp-publish); default: each scenario's own set.")
     var targets = ""
     @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
     var rounds = 1
@@ -17,6 +17,10 @@ struct BenchOptions: ParsableArguments {
 
     @Option(help: "The Warren binary (build it with `swift build -c release --product warren -Xswiftc -enforce-exclusivity=unchecked`).")
     var warrenBinary = ".build/release/warren"
+    @Option(help: "Another Warren binary, measured as warren-poll-base beside warren-poll in the poll scenarios (two builds in one run, alternated rounds).")
+    var baselineWarren: String?
+    @Option(help: "The baseline build's configuration file (its own bridge.toml: a newer one may have keys it refuses); default: --config.")
+    var baselineConfig: String?
     @Option(help: "Warren's configuration file; the bench overrides listen, auth and limits through the environment.")
     var config = "bridge.toml"
     @Option(help: "The port the bench's Warren listens on.")

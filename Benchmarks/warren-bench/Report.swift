@@ -181,13 +181,28 @@ struct Report {
                                 n, w / 1000, s / 1000, w / s, judged))
             }
         }
+        for door in [Target.warrenPollNIO, .warrenPollBase] {
+            if let l = median("poll", door, lost), let p = median("poll", door, p99), let np = median("poll", .nchan, p99) {
+                g.append(String(format: "poll (%@): lost %.0f, p99 %.1f ms = %.2f× Nchan's", door.rawValue, l, p, p / np))
+            }
+        }
         if let l = median("poll", .warrenPoll, lost), let p = median("poll", .warrenPoll, p99) {
             let np = median("poll", .nchan, p99), mp = median("poll", .nchanMulti, p99)
-            g.append(String(format: "poll (%d long-pollers, %d msg/s): Warren lost %.0f, p99 %.1f ms vs Nchan %@ ms (multi %@ ms) (goal: 0 lost, p99 ≤ Nchan's) — %@",
-                            options.pollClients, options.pollRate, l, p, Self.f(np), Self.f(mp), verdict(l == 0 && p <= (np ?? 0))))
-            if let c = median("poll", .warrenPoll, { $0.warrenCPUMicrosPerAnswer }) {
-                let nc = median("poll", .nchan, { $0.warrenCPUMicrosPerAnswer })
+            g.append(String(format: "poll (%d long-pollers, %d msg/s): Warren lost %.0f, p99 %.1f ms vs Nchan %@ ms = %@× (multi %@ ms) (goal: 0 lost, p99 ≤ 1.10× Nchan's) — %@",
+                            options.pollClients, options.pollRate, l, p, Self.f(np), Self.f(np.map { p / $0 }, 2), Self.f(mp),
+                            verdict(l == 0 && p <= (np ?? 0) * 1.10)))
+            let cpu = { (r: RunResult) -> Double? in r.warrenCPUMicrosPerAnswer }
+            if let c = median("poll", .warrenPoll, cpu) {
+                let nc = median("poll", .nchan, cpu)
                 g.append(String(format: "poll: Warren CPU per answer %.1f µs (Nchan's nginx %@ µs) (goal ≤ 40 µs) — %@", c, Self.f(nc), verdict(c <= 40)))
+                if let n = median("poll", .warrenPollNIO, cpu) {
+                    g.append(String(format: "poll doors: CPU per answer on the epoll door %.1f µs vs NIO's channels %.1f µs = %.2f× (the epoll door is kept only at ≤ 0.85×: ≥ 15 %% less) — %@",
+                                    c, n, c / n, verdict(c <= n * 0.85)))
+                }
+                if let b = median("poll", .warrenPollBase, cpu) {
+                    g.append(String(format: "poll builds: CPU per answer %.1f µs vs the baseline build's %.1f µs = %.2f× (goal ≤ 1.15×) — %@",
+                                    c, b, c / b, verdict(c <= b * 1.15)))
+                }
             }
         }
         if let w = median("poll-burst", .warrenPoll, rate), let m = median("poll-burst", .nchanMulti, rate) {

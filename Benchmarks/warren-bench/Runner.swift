@@ -64,7 +64,11 @@ final class Runner: @unchecked Sendable {
             var environment = plan.limited ? Self.greedyLimits : [:]
             let database = try StoreSetup.freshDatabase(plan.store, name: "warren_bench_\(plan.store.rawValue)")
             environment.merge(plan.store.environment(database: database, queue: storeQueue)) { $1 }
-            warren = try WarrenProcess(binary: options.warrenBinary, config: options.config, port: options.warrenPort,
+            if plan.target == .warrenPollNIO { environment["WARREN_HTTP_POLL_DOOR"] = "nio" }
+            let base = plan.target == .warrenPollBase
+            let binary = base ? (options.baselineWarren ?? options.warrenBinary) : options.warrenBinary
+            let config = base ? (options.baselineConfig ?? options.config) : options.config
+            warren = try WarrenProcess(binary: binary, config: config, port: options.warrenPort,
                                        amqpURL: options.amqpURL, exchange: options.exchange,
                                        log: "/tmp/warren-bench-warren.log", environment: environment)
         } else if plan.target.usesNchan {
@@ -197,7 +201,7 @@ final class Runner: @unchecked Sendable {
             let dialect: SocketDialect = plan.connectOnly ? .idleStomp : .stomp(destination: "/exchange/\(options.exchange)/\(pattern)")
             clients.sockets.append(try await SocketClient.open(port: options.stompPort, path: "/ws",
                                                                dialect: dialect, index: index, recorder: recorder).get())
-        case .warrenPoll:
+        case .warrenPoll, .warrenPollNIO, .warrenPollBase:
             clients.sockets.append(try await PollClient.open(port: options.warrenPort, user: "b\(index)",
                                                              pattern: pattern, wait: 25, index: index, recorder: recorder).get())
         case .nchan, .nchanMulti:

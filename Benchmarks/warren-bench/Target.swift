@@ -4,8 +4,12 @@ enum Target: String, CaseIterable, Codable {
     case warrenWS = "warren-ws"
     /// Warren, WebSocket clients with inbox subscriptions (acked).
     case warrenInbox = "warren-inbox"
-    /// Warren, HTTP long-polling clients.
+    /// Warren, HTTP long-polling clients (on the default door, `http.poll_door = "epoll"`).
     case warrenPoll = "warren-poll"
+    /// The same, on NIO's channels (`http.poll_door = "nio"`): the door the epoll one must beat.
+    case warrenPollNIO = "warren-poll-nio"
+    /// The same, on another build of Warren (`--baseline-warren`): two builds in one run.
+    case warrenPollBase = "warren-poll-base"
     /// RabbitMQ's Web-STOMP plugin on the same broker.
     case stomp = "web-stomp"
     /// Plain AMQP consumers, one connection each.
@@ -18,7 +22,9 @@ enum Target: String, CaseIterable, Codable {
     /// Nchan long-polling subscribers, every waiting message in one answer (`nchan_longpoll_multipart_response raw`).
     case nchanMulti = "nchan-multi"
 
-    var usesWarren: Bool { self == .warrenWS || self == .warrenInbox || self == .warrenPoll }
+    var usesWarren: Bool { self == .warrenWS || self == .warrenInbox || polls }
+    /// Warren's long-pollers, whichever door or build.
+    var polls: Bool { self == .warrenPoll || self == .warrenPollNIO || self == .warrenPollBase }
     var usesNchan: Bool { self == .nchan || self == .nchanMulti }
     /// Its clients are WebSockets (the idle runs ping them).
     var usesWebSockets: Bool { self == .warrenWS || self == .warrenInbox || self == .stomp }

@@ -115,7 +115,7 @@ struct WarrenBench: AsyncParsableCommand {
                                keys: Array(repeating: room, count: m),
                                expected: o.pollClients * m, pattern: { _ in room }, rate: burst ? nil : o.pollRate)
             plan.channel = { _ in room }
-            return [(plan, [.warrenPoll, .nchan, .nchanMulti])]
+            return [(plan, pollDoors + [.nchan, .nchanMulti])]
         case "poll-idle":
             var plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollIdleClients, keys: [], expected: 0,
                                pattern: { "#.b\($0).#" }, rate: nil)
@@ -146,6 +146,11 @@ struct WarrenBench: AsyncParsableCommand {
             log("unknown scenario \(scenario)")
             return []
         }
+    }
+
+    /// Warren's long-polling targets: both doors, and another build when one is given.
+    var pollDoors: [Target] {
+        [.warrenPoll, .warrenPollNIO] + (options.baselineWarren == nil ? [] : [.warrenPollBase])
     }
 
     /// Thousands of sockets need more than the usual 1,024 descriptors (the Warren the bench
