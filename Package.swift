@@ -8,7 +8,6 @@ let package = Package(
         .library(name: "AMQPClient", targets: ["AMQPClient"]),
         // Exposed for Fuzz/ (a separate package built with -sanitize=fuzzer).
         .library(name: "WarrenCore", targets: ["WarrenCore"]),
-        .library(name: "WarrenClient", targets: ["WarrenClient"]),
         .executable(name: "warren", targets: ["warren"]),
     ],
     dependencies: [
@@ -30,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // The Swift client, a package of its own (`warren chat` is its first user).
+        .package(path: "clients/swift"),
     ],
     targets: [
         // The AMQP 0-9-1 client: knows nothing of chat.
@@ -58,7 +59,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // The conversation store's backends (DESIGN §10) behind WarrenCore's `ConversationStore`.
+        // The conversation store's backends (docs/protocol.md) behind WarrenCore's `ConversationStore`.
         .target(
             name: "WarrenStore",
             dependencies: [
@@ -109,18 +110,6 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
-        // The Swift client library (clients talk to Warren through it; `warren chat` is its
-        // first user): SwiftNIO for the WebSocket, URLSession for HTTP, nothing of Warren's own.
-        .target(
-            name: "WarrenClient",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ]
-        ),
         // The executable: a few lines of wiring.
         .executableTarget(
             name: "warren",
@@ -130,7 +119,7 @@ let package = Package(
                 .target(name: "WarrenEpollDoor", condition: .when(platforms: [.linux])),
                 "WarrenStore",
                 // `warren chat`: the terminal chat, on the Swift client.
-                "WarrenClient",
+                .product(name: "WarrenClient", package: "swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -265,7 +254,7 @@ let package = Package(
             dependencies: [
                 "WarrenCore",
                 "WarrenStore",
-                "WarrenClient",
+                .product(name: "WarrenClient", package: "swift"),
                 "TestSupport",
                 "AMQPClient",
                 // The load tool's light clients (one NIO channel each), for the scale tests.

@@ -1,7 +1,7 @@
 import NIOCore
 import NIOPosix
 
-/// A Warren HTTP publisher (`POST /v1/messages`, DESIGN §5) on one keep-alive connection: on
+/// A Warren HTTP publisher (`POST /v1/messages`, docs/protocol.md) on one keep-alive connection: on
 /// ``BenchStart``, `count` publishes to `route` as `user`, each sent when the one before was
 /// answered (202); the recorder gets publish → answer. Bodies are stamped `firstSeq + i`.
 /// Reads answers from the raw bytes (status line, `content-length`): the load tool must cost

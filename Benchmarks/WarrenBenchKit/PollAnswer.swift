@@ -1,4 +1,4 @@
-/// A poll answer (DESIGN §5): `{"messages":[{"sub":…,"env":{…}},…],"cursor":"…"}`.
+/// A poll answer (docs/protocol.md): `{"messages":[{"sub":…,"env":{…}},…],"cursor":"…"}`.
 public enum PollAnswer {
     /// Calls `body` with each delivery's stamp (nil for a foreign message) and returns the cursor.
     public static func scan(_ bytes: UnsafeRawBufferPointer, _ body: (Stamp?) -> Void) -> String? {

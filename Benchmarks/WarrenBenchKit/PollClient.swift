@@ -2,7 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// A long-polling client of Warren (DESIGN §5) on one keep-alive connection: creates a
+/// A long-polling client of Warren (docs/protocol.md) on one keep-alive connection: creates a
 /// session, then polls with `wait` and acks each answer with the next request's cursor.
 public enum PollClient {
     /// Completes with the channel once the session exists (its queue is bound then).

@@ -13,7 +13,7 @@ public enum SocketDialect: Sendable {
     case flood(route: String, perTick: Int)
     /// A greedy Warren client: asks for `subscriptions` subscriptions at once.
     case hoard(subscriptions: Int)
-    /// Warren presence (DESIGN §11): one live subscription to `route` with `"presence":true`;
+    /// Warren presence (docs/protocol.md): one live subscription to `route` with `"presence":true`;
     /// what arrives after `subscribed` (other users' joins and leaves) is not recorded.
     case presence(route: String)
     /// A Warren publisher: on ``BenchStart``, `count` publishes to `route`, each sent when the

@@ -1,7 +1,7 @@
 /// Reading just enough of each target's frames to find the ``Stamp``: a few byte scans per
 /// delivery instead of a JSON or STOMP parser, so the load tool's own cost stays small.
 
-/// One Warren WebSocket frame, as far as the bench cares (DESIGN §4).
+/// One Warren WebSocket frame, as far as the bench cares (docs/protocol.md).
 public enum WarrenFrame: Equatable {
     /// `{"op":"msg",…}`: the stamp in `env.body`, and `env.id` when asked for (inbox acks).
     case message(Stamp?, id: String?)

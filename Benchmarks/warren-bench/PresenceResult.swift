@@ -1,4 +1,4 @@
-/// One presence measurement (DESIGN §11, issue 15).
+/// One presence measurement (docs/protocol.md, issue 15).
 struct PresenceResult: Codable {
     var users: Int
     var rooms: Int

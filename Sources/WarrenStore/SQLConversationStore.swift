@@ -1,6 +1,6 @@
 import WarrenCore
 
-/// The conversation store on a SQL database (DESIGN §10): the same statements and the same
+/// The conversation store on a SQL database (docs/protocol.md): the same statements and the same
 /// logic for SQLite and PostgreSQL, which differ only in their ``SQLDatabase``.
 public final class SQLConversationStore: ConversationStore {
     let database: any SQLDatabase

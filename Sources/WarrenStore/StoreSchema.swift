@@ -1,6 +1,6 @@
 import WarrenCore
 
-/// The store's tables (DESIGN §10), created or migrated at start. `username`, not `user`: a
+/// The store's tables (docs/protocol.md), created or migrated at start. `username`, not `user`: a
 /// reserved word in PostgreSQL.
 ///
 /// - `warren_messages`: one row per kept envelope, keyed by its id; history reads the

@@ -126,7 +126,7 @@ struct Chat: AsyncParsableCommand {
             let line: String
             switch envelope.type {
             case "presence":
-                // Someone else arriving or going (DESIGN §11); this terminal's own join is the status line.
+                // Someone else arriving or going (docs/protocol.md); this terminal's own join is the status line.
                 guard let user = envelope.body["user"]?.stringValue, user == envelope.from, user != me else { return }
                 line = "* \(user) \(envelope.body["state"]?.stringValue == "join" ? "joined" : "left")"
             case "typing":

@@ -4,7 +4,7 @@ import NIOCore
 import Testing
 @testable import WarrenCore
 
-/// DESIGN §2's `(from, cid)` rule across nodes: a send one node confirmed, retried on another
+/// docs/protocol.md's `(from, cid)` rule across nodes: a send one node confirmed, retried on another
 /// (a balancer without stickiness; the retry of a publish whose answer was lost on the way),
 /// is answered there with the first ids and not published again.
 @Suite("A send confirmed on one node, retried on another")
@@ -119,7 +119,7 @@ struct CrossNodeSendTests {
 
     /// A node that starts again (or one heard of for the first time, having been gone) is handed
     /// the sends with a cid the others remember: a client's first try on one node while the
-    /// other was down, retried on that one once it is back, gets the first ids (DESIGN §2's five
+    /// other was down, retried on that one once it is back, gets the first ids (docs/protocol.md's five
     /// minutes, through any door). Before 2026-11-29 the retry was published again (seen in 2 of
     /// 5 runs of a two-node soak with one node stopped and started again).
     @Test func aNodeThatStartsIsHandedTheSendsTheOthersRemember() async throws {

@@ -15,7 +15,7 @@ struct ForeignOwnMarkTests {
     @Test func aLiveCopyReachesClientsAsJSON() async throws {
         let live = FakeChannel("live"), binds = FakeChannel("binds")
         let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat",
-                          metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), logger: Logger(label: "test"))
+                          metrics: WarrenMetrics(classifier: RouteClassifier([])), logger: Logger(label: "test"))
         try await hub.start()
         let receiver = CollectingLiveReceiver()
         try await hub.subscribe(try TopicPattern("room.x"), subscriber: LiveSubscriber(session: ObjectIdentifier(receiver),
@@ -41,7 +41,7 @@ struct ForeignOwnMarkTests {
     @Test func anInboxCopyIsKeyedByTheIDTheClientSees() async throws {
         let channels = FakeChannels(), receiver = RecordingInboxReceiver()
         let consumer = InboxConsumer(channels: channels, queue: "warren.inbox.alice.d", exchange: "chat", settings: InboxSettings(),
-                                     metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), receiver: receiver)
+                                     metrics: WarrenMetrics(classifier: RouteClassifier([])), receiver: receiver)
         try await consumer.startConsuming()
         let channel = channels.consuming(prefetch: InboxSettings().prefetch)
         // An envelope whose id is not the message's message_id (a publisher that copied Warren's

@@ -45,7 +45,7 @@ struct InboxAckTimeoutTests {
     @Test func aSessionCountsWhatWentBack() async throws {
         var inbox = InboxSettings()
         inbox.ackTimeout = 3600
-        let bridge = try await FakeBridge(inbox: inbox)
+        let bridge = try await FakeBridge(inbox: inbox, metrics: WarrenMetrics(classifier: RouteClassifier([])))
         let out = RecordingOutput()
         let alice = ClientSession(runtime: bridge.runtime, user: "alice", device: "d",
                                   rules: AccessPolicy.standard.resolved(for: "alice"), output: out, logger: .init(label: "test"))

@@ -10,7 +10,7 @@ import Testing
 struct InboxDuplicateTests {
     @Test func aSecondCopyIsSettledAtOnceAndTheClientsAckSettlesTheFirst() async throws {
         let channels = FakeChannels(), receiver = RecordingInboxReceiver()
-        let metrics = WarrenMetrics(classifier: RouteClassifier([]), registry: nil)
+        let metrics = WarrenMetrics(classifier: RouteClassifier([]))
         let consumer = InboxConsumer(channels: channels, queue: "warren.inbox.alice.d", exchange: "chat", settings: InboxSettings(),
                                      metrics: metrics, receiver: receiver)
         try await consumer.startConsuming()

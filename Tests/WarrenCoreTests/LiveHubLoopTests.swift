@@ -97,7 +97,7 @@ struct LiveHubLoopTests {
     static func startedHub() async throws -> (LiveHub, FakeChannel) {
         let live = FakeChannel("live"), binds = FakeChannel("binds")
         let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat",
-                          metrics: WarrenMetrics(classifier: RouteClassifier([]), registry: nil), logger: Logger(label: "test"))
+                          metrics: WarrenMetrics(classifier: RouteClassifier([])), logger: Logger(label: "test"))
         try await hub.start()
         return (hub, live)
     }

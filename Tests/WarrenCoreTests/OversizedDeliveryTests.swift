@@ -13,7 +13,7 @@ struct OversizedDeliveryTests {
 
     @Test func aLiveCopyIsDroppedAndCounted() async throws {
         let live = FakeChannel("live"), binds = FakeChannel("binds")
-        let metrics = WarrenMetrics(classifier: RouteClassifier([]), registry: nil)
+        let metrics = WarrenMetrics(classifier: RouteClassifier([]))
         let sizeGuard = EnvelopeSizeGuard(maxBytes: Self.limit, logger: Logger(label: "test"))
         let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.t", exchange: "chat", metrics: metrics,
                           sizeGuard: sizeGuard, logger: Logger(label: "test"))
@@ -42,7 +42,7 @@ struct OversizedDeliveryTests {
 
     @Test func anInboxCopyIsRejectedWithoutRequeue() async throws {
         let channels = FakeChannels(), receiver = RecordingInboxReceiver()
-        let metrics = WarrenMetrics(classifier: RouteClassifier([]), registry: nil)
+        let metrics = WarrenMetrics(classifier: RouteClassifier([]))
         let consumer = InboxConsumer(channels: channels, queue: "warren.inbox.alice.d", exchange: "chat", settings: InboxSettings(),
                                      metrics: metrics, receiver: receiver,
                                      sizeGuard: EnvelopeSizeGuard(maxBytes: Self.limit, logger: Logger(label: "test")))

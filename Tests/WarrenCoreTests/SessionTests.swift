@@ -148,7 +148,7 @@ struct SessionTests {
     /// it). Such deliveries are acked and counted, never shown; a route the user may still read
     /// is shown even with no subscription of this session matching it.
     @Test func anInboxDeliveryTheUserMayNoLongerReadIsDroppedNotShown() async throws {
-        let metrics = WarrenMetrics(classifier: RouteClassifier([]), registry: nil)
+        let metrics = WarrenMetrics(classifier: RouteClassifier([]))
         let bridge = try await FakeBridge(metrics: metrics)
         let out = RecordingOutput()
         let narrowed = AccessPolicy(subscribe: ["#.{user}.#"], publish: ["#.{user}.#", "room.#"]).resolved(for: "alice")

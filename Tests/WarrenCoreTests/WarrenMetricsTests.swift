@@ -7,7 +7,7 @@ import Testing
     /// AMQP publisher may put any number: none of them may stop the process (a subtraction or a
     /// conversion that overflows traps). Far in the past is the longest latency, in the future none.
     @Test func anyAcceptanceTimeIsRecordedWithoutTrapping() {
-        let metrics = WarrenMetrics(classifier: RouteClassifier([]), registry: nil)
+        let metrics = WarrenMetrics(classifier: RouteClassifier([]))
         let route = metrics.routeClass("room.x")
         let now: Int64 = 1_763_726_400_000
         for ts in [Int64.min, Int64.min + 1, -10_000_000_000_000, -1, 0, now - 5, now, now + 1, Int64.max] {

@@ -2,7 +2,7 @@ import Testing
 import WarrenCore
 @testable import WarrenHTTP
 
-/// `wait` and `max` on a poll (DESIGN §5): above the configured limit is clamped, negative or
+/// `wait` and `max` on a poll (docs/protocol.md): above the configured limit is clamped, negative or
 /// not a number is a 400.
 @Suite("A poll's wait and max")
 struct PollQueryNumberTests {

@@ -94,7 +94,7 @@ struct ClusterSoakTests {
                     for attempt in 0..<20 {
                         if attempt > 0 { try? await Task.sleep(for: .milliseconds(500)) }
                         try? await listener.send(#"{"op":"pub","route":"\#(room)","body":"\#(sentinel)","cid":"\#(sentinel)"}"#)
-                        // A puback names the cid in `cid`, an error in `ref` (DESIGN §4).
+                        // A puback names the cid in `cid`, an error in `ref` (docs/protocol.md).
                         answer = await listener.next { ($0["cid"] ?? $0["ref"])?.stringValue == sentinel }
                         guard answer?["op"]?.stringValue == "error" else { break }
                         log.append("publish of \(sentinel) answered \(answer.map { "\($0)" } ?? ""); published again")

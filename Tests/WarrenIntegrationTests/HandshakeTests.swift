@@ -1,6 +1,6 @@
 import Testing
 
-/// A refused WebSocket upgrade is answered with DESIGN §4's status and JSON reason, seen by a
+/// A refused WebSocket upgrade is answered with docs/protocol.md's status and JSON reason, seen by a
 /// raw HTTP client (a native client tells "refresh the token" from "give up" by it).
 @Suite("WebSocket handshake refusals", .serialized)
 struct HandshakeTests {

@@ -9,7 +9,9 @@ import Testing
 /// subscriptions after Warren's broker connection is closed, token refresh on 4401, the
 /// long-poll fallback when `/v1/ws` is refused (and the move back), and a silent connection
 /// (WebSocket or long-poll) noticed and replaced.
-@Suite("JavaScript client", .serialized)
+@Suite("JavaScript client", .serialized,
+       .enabled(if: ProcessInfo.processInfo.environment["WARREN_TEST_NODE"] != "0",
+                "needs Node.js 20 or later and npm (scripts/test.sh says why it is skipped)"))
 struct JavaScriptClientTests {
     static let secret = "js-client-test-secret-0123456789abcdef"
 
@@ -21,6 +23,49 @@ struct JavaScriptClientTests {
         let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let browser = try #require(chromium, "chromium is not installed (scripts/test.sh installs it)")
         try await run(browser: browser)
+    }
+
+    /// The package as a user gets it: `npm pack` makes the tarball, `npm install` adds it to an
+    /// empty project with no network, and a script that imports it by its package name chats
+    /// through Warren (two users, an awaited subscription, a publish, its delivery).
+    @Test func thePackedPackageInstallsOfflineAndChats() async throws {
+        let warren = try await WarrenInstance.start()
+        defer { warren.process.terminate() }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("warren-js-\(UUID().uuidString.prefix(8))")
+        let app = dir.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func run(_ arguments: [String]) async throws -> String {
+            let process = try WarrenProcess(arguments, executable: URL(fileURLWithPath: "/usr/bin/env"))
+            let status = await process.waitForExit(timeout: .seconds(120))
+            if status == nil { process.terminate() }
+            #expect(status == 0, "\(arguments.joined(separator: " ")): \(process.log)")
+            return process.log
+        }
+        _ = try await run(["npm", "pack", "./clients/js", "--pack-destination", dir.path, "--silent"])
+        let tarball = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasSuffix(".tgz") },
+                                   "npm pack made no tarball")
+        try #"{"name":"app","version":"1.0.0","private":true,"type":"module"}"#.write(to: app.appendingPathComponent("package.json"),
+                                                                                       atomically: true, encoding: .utf8)
+        _ = try await run(["npm", "install", "--offline", "--no-audit", "--no-fund", "--prefix", app.path,
+                           dir.appendingPathComponent(tarball).path])
+        let script = """
+            import { connect } from "warren-client";
+            const url = process.argv[2], room = "room.pkg" + Date.now();
+            const alice = connect({ url, user: "pkgalice", transports: ["websocket"] });
+            const bob = connect({ url, user: "pkgbob", transports: ["polling"] });
+            let deliver;
+            const got = new Promise((resolve) => { deliver = resolve; });
+            await alice.subscribe(room, {}, (env) => deliver(env));
+            const id = await bob.publish(room, "hello from the package");
+            const env = await got;
+            console.log(env.id === id && env.from === "pkgbob" ? "chatted" : "wrong message " + JSON.stringify(env));
+            alice.close(); bob.close();
+            """
+        try script.write(to: app.appendingPathComponent("chat.mjs"), atomically: true, encoding: .utf8)
+        let output = try await run(["node", "--experimental-websocket", app.appendingPathComponent("chat.mjs").path,
+                                    "http://127.0.0.1:\(warren.port)"])
+        #expect(output.contains("chatted"), "\(output)")
     }
 
     private func run(browser: String?) async throws {

@@ -68,8 +68,26 @@ struct MetricsTests {
         #expect(after.value("warren_subscriptions", [("mode", "live")]) == 2)
         #expect(after.value("warren_amqp_up", []) == 1 || after.values["warren_amqp_up"] == 1)
 
-        // Only the documented labels.
-        #expect(after.labelNames.isSubset(of: ["route", "frontend", "direction", "reason", "mode", "le"]), "\(after.labelNames)")
+        // /v1/stats (what the dashboard draws) says the same, read from the same registry.
+        let stats = try #require(try await HTTPTestClient.request(.GET, port: warren.port, "/v1/stats").json)
+        for route in ["rooms", "other"] {
+            for f in ["ws", "poll", "amqp"] {
+                for d in ["in", "out"] {
+                    #expect(stats["routes"]?[route]?["messages"]?["\(f)_\(d)"]?.intValue == Int64(after.messages(route, f, d)),
+                            "/v1/stats and /metrics agree on \(route) \(f) \(d)")
+                }
+            }
+        }
+        #expect(stats["routes"]?["other"]?["dropped"]?["forbidden"]?.intValue
+            == Int64(after.value("warren_dropped_total", [("route", "other"), ("reason", "forbidden")])))
+        #expect(stats["connections"]?["ws"]?.intValue == 1 && stats["subscriptions"]?["live"]?.intValue == 2)
+        // The build: `warren --version`'s, as a series of its own.
+        #expect(after.value("warren_build_info", [("version", WarrenVersion.string)]) == 1)
+        #expect(stats["version"]?.stringValue == WarrenVersion.string)
+
+        // Only the documented labels (and the build's version on warren_build_info).
+        #expect(after.labelNames.isSubset(of: ["route", "frontend", "direction", "reason", "mode", "le", "version"]), "\(after.labelNames)")
+        for (key, _) in after.values where key.contains("version=\"") { #expect(key.hasPrefix("warren_build_info"), "\(key)") }
         for (key, _) in after.values where key.contains("route=\"") {
             let route = key.split(separator: "route=\"")[1].split(separator: "\"")[0]
             #expect(["rooms", "groups", "other"].contains(String(route)), "\(key)")
@@ -104,9 +122,11 @@ struct MetricsTests {
     }
 }
 
-/// Parses the exposition with Python's prometheus_client (installed by scripts/test.sh).
+/// Parses the exposition with Python's prometheus_client (Debian's, for the Python that
+/// scripts/test.sh names in WARREN_TEST_PYTHON).
 func parseWithPython(_ text: String) throws -> Bool {
-    let child = try ChildProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", """
+    let python = ProcessInfo.processInfo.environment["WARREN_TEST_PYTHON"] ?? "python3"
+    let child = try ChildProcess(URL(fileURLWithPath: "/usr/bin/env"), [python, "-c", """
         import sys
         from prometheus_client.parser import text_string_to_metric_families
         families = list(text_string_to_metric_families(sys.stdin.read()))

@@ -31,7 +31,7 @@ struct MultiNodeTests {
         }
 
         // A session created on node A is served by node B: B buffers its live deliveries from
-        // its first poll there (DESIGN §5).
+        // its first poll there (docs/protocol.md).
         let carol = uniqueUser("carol")
         let onA = try await Poller.open(port: nodeA.port, user: carol, subscriptions: #"[{"id":"me","pattern":"\#(mine(carol))"}]"#)
         #expect(try await onA.poll(wait: 0, on: nodeB.port).messages.isEmpty)
@@ -250,7 +250,7 @@ struct MultiNodeTests {
     }
 
     /// A publish whose 202 was lost on the way, retried with its cid on another node (a balancer
-    /// without stickiness), is answered there with the first id and published once (DESIGN §2's
+    /// without stickiness), is answered there with the first id and published once (docs/protocol.md's
     /// `(from, cid)` rule across nodes: the first node tells the others of each send it
     /// confirmed). Before 2026-11-29 the retry was published again, under a new id.
     @Test func aSendRetriedOnAnotherNodeIsPublishedOnce() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import WarrenCore
 
-/// Presence across nodes (DESIGN §11): real nodes, real clients through every door.
+/// Presence across nodes (docs/protocol.md): real nodes, real clients through every door.
 @Suite("Presence across nodes", .serialized)
 struct PresenceIntegrationTests {
     static func presence(_ node: WarrenInstance, user: String, route: String) async throws -> HTTPTestClient.Response {

@@ -21,7 +21,7 @@ struct ReadinessTests {
         #expect(await warren.process.waitForLog("broker link lost", timeout: .seconds(30)))
         #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/readyz").status == 503)
         #expect(try await HTTPTestClient.request(.GET, port: warren.port, "/healthz").status == 200, "alive all along")
-        // A WebSocket upgrade meanwhile is refused with 503 and the reason (DESIGN §4).
+        // A WebSocket upgrade meanwhile is refused with 503 and the reason (docs/protocol.md).
         let refused = try await HTTPTestClient.request(.GET, port: warren.port, "/v1/ws?user=\(uniqueUser("u"))",
                                                        headers: HandshakeTests.upgrade)
         #expect(refused.status == 503 && refused.json?["error"]?["code"]?.stringValue == "unavailable", "\(refused.status) \(refused.body)")

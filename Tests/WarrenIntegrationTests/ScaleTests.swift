@@ -7,7 +7,7 @@ import WarrenBenchKit
 import WarrenCore
 
 /// One node holds more inbox users and poll sessions than an AMQP connection has channels
-/// (RabbitMQ's default `channel_max` is 2,047): consumers share pooled channels (DESIGN §3).
+/// (RabbitMQ's default `channel_max` is 2,047): consumers share pooled channels (docs/protocol.md).
 @Suite("A node past the broker's channel limit", .serialized)
 struct ScaleTests {
     static let clients = 3_000

@@ -6,7 +6,7 @@ import TestSupport
 import WarrenCore
 @testable import WarrenStore
 
-/// The store across failures (DESIGN §10, issue 14): a node killed while it writes, and the
+/// The store across failures (docs/protocol.md, issue 14): a node killed while it writes, and the
 /// database gone for 30 s. Every acknowledged publish ends up stored, once.
 @Suite("Conversation store under failures", .serialized)
 struct StoreFailureTests {

@@ -7,7 +7,7 @@ import WarrenCore
 import TestSupport
 @testable import WarrenStore
 
-/// The conversation store end to end (DESIGN §10): a Warren process with its own SQLite file and
+/// The conversation store end to end (docs/protocol.md): a Warren process with its own SQLite file and
 /// store queue, real clients through every door.
 @Suite("Conversation store", .serialized)
 struct StoreTests {

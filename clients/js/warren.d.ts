@@ -1,6 +1,6 @@
-// Types for warren.js, Warren's JavaScript client (DESIGN.md §2, §4, §5, §10, §11).
+// Types for warren.js, Warren's JavaScript client (the protocol: Warren's docs/protocol.md).
 
-/** The canonical envelope (DESIGN §2). */
+/** The canonical envelope. */
 export interface Envelope {
   v: 1;
   id: string;
@@ -15,7 +15,7 @@ export interface Envelope {
   headers?: Record<string, string>;
 }
 
-/** An error Warren answered (`code` as in DESIGN §4), or the client's own `closed` / `aborted`. */
+/** An error Warren answered (its `code`: forbidden, bad_route, unavailable, …), or the client's own `closed` / `aborted`. */
 export class WarrenError extends Error {
   readonly code: string;
   /** The HTTP status, for an error answered over HTTP. */
@@ -62,7 +62,7 @@ export interface ConnectOptions {
 
 export interface SubscribeOptions {
   mode?: "live" | "inbox";
-  /** Announce the user on this (concrete, live) route (DESIGN §11). */
+  /** Announce the user on this (concrete, live) route. */
   presence?: boolean;
   /** The subscription's id (default s1, s2, …). */
   id?: string;
@@ -82,6 +82,21 @@ export interface Subscription {
   readonly pattern: string;
   readonly mode: "live" | "inbox";
   /** Resolves once the subscription is in effect; rejects with Warren's error (forbidden, bad_route, …). */
+  readonly ready: Promise<Subscription>;
+  unsubscribe(): void;
+}
+
+/**
+ * What `subscribe` returns: a promise of the subscription, resolved once it is in effect
+ * (`await client.subscribe(…)`), rejected with Warren's error. It carries the subscription at
+ * once too, to end it before it is in effect.
+ */
+export interface SubscribePromise extends Promise<Subscription> {
+  readonly subscription: Subscription;
+  readonly id: string;
+  readonly pattern: string;
+  readonly mode: "live" | "inbox";
+  /** The promise itself. */
   readonly ready: Promise<Subscription>;
   unsubscribe(): void;
 }
@@ -110,9 +125,9 @@ export class WarrenClient {
   on(event: "state", fn: (state: State, detail?: { retryInMs: number }) => void): () => void;
   on(event: "transport", fn: (transport: "websocket" | "polling") => void): () => void;
   on(event: "error", fn: (error: WarrenError) => void): () => void;
-  subscribe(pattern: string, handler: Handler): Subscription;
-  subscribe(pattern: string, options: SubscribeOptions, handler: Handler): Subscription;
-  unsubscribe(sub: Subscription): void;
+  subscribe(pattern: string, handler: Handler): SubscribePromise;
+  subscribe(pattern: string, options: SubscribeOptions, handler: Handler): SubscribePromise;
+  unsubscribe(sub: Subscription | SubscribePromise): void;
   /** Resolves with the envelope id once the broker confirmed. */
   publish(route: string, body: unknown, options?: PublishOptions): Promise<string>;
   /** Several routes, all or none: resolves with one id per route. */

@@ -1,4 +1,4 @@
-/// What one principal may publish to and subscribe to (DESIGN §6).
+/// What one principal may publish to and subscribe to (docs/protocol.md).
 ///
 /// Patterns carry a `{user}` placeholder, substituted with the principal's
 /// name (itself a route word, so the result is still a valid pattern).

@@ -1,4 +1,4 @@
-/// Per-client limits (DESIGN §4, `[limits]`).
+/// Per-client limits (docs/protocol.md, `[limits]`).
 public struct BridgeLimits: Sendable, Equatable {
     /// Largest encoded envelope (`too_large` above; from a plain AMQP publisher, handed to no
     /// client and not stored: ``EnvelopeSizeGuard``).

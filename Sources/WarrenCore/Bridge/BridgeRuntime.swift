@@ -62,7 +62,7 @@ public final class BridgeRuntime: Sendable {
         self.logger = logger
     }
 
-    /// Envelope types only Warren publishes: presence (DESIGN §11) and read receipts (§10).
+    /// Envelope types only Warren publishes: presence (docs/protocol.md) and read receipts (§10).
     /// Their body names a user (`{"user":"bob",…}`) that clients show as who came, went or
     /// read; from a client, `from` would be the sender but the body anyone, so mallory could
     /// make bob leave a room or read a message on everyone's screen, and clear bob's own unread
@@ -113,7 +113,7 @@ public final class BridgeRuntime: Sendable {
         return presence.users(route: route.value)
     }
 
-    /// Moves a user's read marker (DESIGN §10) and, when it moved, publishes the transient `read`
+    /// Moves a user's read marker (docs/protocol.md) and, when it moved, publishes the transient `read`
     /// envelope on the route so the user's other devices and the other participants see it. The
     /// receipt takes a token of the user's publish rate. Returns the route and the marker as it stands.
     public func markRead(user: String, rules: AccessRules, route: String, id: String, via: Via) async throws(ProtocolError)

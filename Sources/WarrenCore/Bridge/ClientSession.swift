@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// One connected client, whatever carries its frames: subscriptions, publishes,
-/// acks and errors per DESIGN §4, with the user stamped by Warren and every
+/// acks and errors per docs/protocol.md, with the user stamped by Warren and every
 /// request checked against the user's access rules.
 public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     public let user: String

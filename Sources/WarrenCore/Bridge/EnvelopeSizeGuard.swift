@@ -2,7 +2,7 @@ import AMQPClient
 import Atomics
 import Logging
 
-/// Keeps envelopes larger than `limits.max_message_bytes` (DESIGN §2) away from clients and the
+/// Keeps envelopes larger than `limits.max_message_bytes` (docs/protocol.md) away from clients and the
 /// store when they come from the broker, where an AMQP publisher may send anything up to the
 /// broker's `max_message_size` (128 MiB by default). Warren's own publishes (`app_id=warren`
 /// and the body an envelope as Warren writes them: ``EnvelopeAMQPMapping/isOwnEnvelope(_:messageID:routingKey:)``)

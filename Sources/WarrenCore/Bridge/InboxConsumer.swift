@@ -275,7 +275,7 @@ public final class InboxConsumer: AMQPDeliverySink, Sendable {
         // publisher that retried with the same `message_id`). Kept under the same id, the
         // first tag would never be acked nor handed back, and would hold its channel's
         // deliveries until RabbitMQ's consumer_timeout closed it for every consumer on it; and
-        // clients dedupe by id (DESIGN §5), acking the second copy as one seen before, which
+        // clients dedupe by id (docs/protocol.md), acking the second copy as one seen before, which
         // Warren would answer `not_found`. So the copy is acked now and the client's ack of the
         // id settles the one it has.
         let arrival = state.withLockedValue { s -> Arrival in

@@ -1,6 +1,6 @@
 import AMQPClient
 
-/// Settings for per-user inbox queues (DESIGN §3, `inbox`).
+/// Settings for per-user inbox queues (docs/protocol.md, `inbox`).
 public struct InboxSettings: Sendable, Equatable {
     /// `x-expires`: the queue goes after this long unused.
     public var expiresMilliseconds: Int = 7 * 24 * 3600 * 1000

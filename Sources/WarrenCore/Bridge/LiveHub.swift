@@ -3,7 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// The node's live fan-out (DESIGN §3, `live`).
+/// The node's live fan-out (docs/protocol.md, `live`).
 ///
 /// One exclusive, auto-delete queue per node (`warren.live.<node>`) is bound to
 /// the union of the node's live patterns: a pattern is bound when its first

@@ -2,7 +2,7 @@ import AMQPClient
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Long-lived channels spread over the node's broker connections (DESIGN §3).
+/// Long-lived channels spread over the node's broker connections (docs/protocol.md).
 ///
 /// A few administration channels carry declarations, bindings and deletes; consumers share a
 /// fixed number of consumption channels per prefetch value (the prefetch is set once per

@@ -2,7 +2,7 @@ import AMQPClient
 import NIOCore
 
 /// Where the bridge gets its long-lived channels from. No client request opens a channel of its
-/// own (DESIGN §3): declarations, bindings and deletes share administration channels, and
+/// own (docs/protocol.md): declarations, bindings and deletes share administration channels, and
 /// consumers share consumption channels, each consumer with its own prefetch.
 public protocol ChannelSource: Sendable {
     /// A channel for declarations, bindings and deletes; it never consumes, so a channel error

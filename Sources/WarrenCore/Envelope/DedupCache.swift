@@ -1,6 +1,6 @@
 /// Remembers the ids given to a `(from, cid)` send for a while, so that a client
 /// retrying a send it never saw acknowledged gets the first ids back instead of a
-/// second publish (DESIGN §2).
+/// second publish (docs/protocol.md).
 ///
 /// Bounded: when full, the oldest entries go first. A value type; the owner
 /// serialises access.

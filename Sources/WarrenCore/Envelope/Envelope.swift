@@ -1,4 +1,4 @@
-/// The canonical envelope (DESIGN §2, version 1): every message, whichever door
+/// The canonical envelope (docs/protocol.md, version 1): every message, whichever door
 /// it came in by, is one of these on the exchange and on every socket.
 public struct Envelope: Sendable, Equatable {
     public static let maxHeaders = 32

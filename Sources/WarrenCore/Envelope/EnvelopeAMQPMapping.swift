@@ -1,7 +1,7 @@
 import AMQPClient
 import NIOCore
 
-/// The envelope on the AMQP side (DESIGN §2): how Warren publishes one, and how a
+/// The envelope on the AMQP side (docs/protocol.md): how Warren publishes one, and how a
 /// message found on the exchange — Warren's own or a plain AMQP client's — becomes one.
 public enum EnvelopeAMQPMapping {
     public static let appID = "warren"

@@ -1,4 +1,4 @@
-/// Why a client's message was refused (maps onto the error codes of DESIGN §4).
+/// Why a client's message was refused (maps onto the error codes of docs/protocol.md).
 public enum EnvelopeError: Error, Sendable, Equatable, CustomStringConvertible {
     case badRoute(RouteError)
     case badField(String)

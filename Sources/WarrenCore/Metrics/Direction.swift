@@ -1,4 +1,4 @@
-/// The `direction` label of DESIGN §7.
+/// The `direction` label of docs/operations.md.
 public enum Direction: Int, CaseIterable, Sendable {
     case `in`, out
     public var label: String { rawValue == 0 ? "in" : "out" }

@@ -1,4 +1,4 @@
-/// Why a message was dropped (`warren_dropped_total{reason}`, DESIGN §7). `duplicate`: an inbox
+/// Why a message was dropped (`warren_dropped_total{reason}`, docs/operations.md). `duplicate`: an inbox
 /// delivery whose envelope id the client already holds unacknowledged (an AMQP publisher that
 /// sent one `message_id` twice), acked to RabbitMQ as it came; the client's ack of that id
 /// settles the one it holds.

@@ -1,7 +1,7 @@
 import Atomics
 import CoreMetrics
 
-/// The conversation store's figures (DESIGN §7, §10): how long a batch takes to commit, how
+/// The conversation store's figures (docs/operations.md, docs/protocol.md): how long a batch takes to commit, how
 /// big batches are, how many messages wait in `warren.store`, whether the database answers, and
 /// how many messages it would not hold.
 public final class StoreMetrics: Sendable {

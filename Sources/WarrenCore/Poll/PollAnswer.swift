@@ -1,4 +1,4 @@
-/// What one poll answers (DESIGN §5): up to `max` buffered deliveries, the cursor that acks
+/// What one poll answers (docs/protocol.md): up to `max` buffered deliveries, the cursor that acks
 /// them, and whether the session still held more when they were taken (`"more":true` in the
 /// answer: a client that must have everything, such as one draining a session it leaves, polls
 /// again at once).

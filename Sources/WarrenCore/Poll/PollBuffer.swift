@@ -109,7 +109,7 @@ public struct PollBuffer: Sendable {
     /// the client read from the other node, which consumed the same inbox meanwhile (a node
     /// consumes a session's inbox until ``PollService/inboxIdleGrace`` after its last poll there),
     /// so later messages may have reached the client from there already. Answered, they came
-    /// first-time and out of publish order (DESIGN §3: inbox order is publish order, other
+    /// first-time and out of publish order (docs/protocol.md: inbox order is publish order, other
     /// only for redeliveries): seen in a soak whose poller moved nodes on each failed poll
     /// (2026-12-03). Handed back, they come again marked `redelivered`. Nothing goes back when
     /// the inbox was resumed for this very poll (``inboxResumed()``): what waits came since.

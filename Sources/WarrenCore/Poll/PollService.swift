@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-/// HTTP polling sessions (DESIGN §5), served by any node.
+/// HTTP polling sessions (docs/protocol.md), served by any node.
 ///
 /// A poll session is the same ``ClientSession`` a WebSocket has, behind a ``PollOutput`` that
 /// buffers deliveries for the next poll: its live subscriptions are fed by the node's live

@@ -1,4 +1,4 @@
-/// `[poll]`: HTTP polling sessions (DESIGN §5).
+/// `[poll]`: HTTP polling sessions (docs/protocol.md).
 public struct PollSettings: Sendable, Equatable {
     /// Seconds a node keeps a session without a poll there (then its buffer is dropped).
     public var sessionTTL: Int = 120

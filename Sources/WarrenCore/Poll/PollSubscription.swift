@@ -3,7 +3,7 @@ public struct PollSubscription: Sendable, Equatable, Codable {
     public var id: String
     public var pattern: String
     public var mode: String
-    /// Announce the user on the route (DESIGN §11); absent in sessions made before presence.
+    /// Announce the user on the route (docs/protocol.md); absent in sessions made before presence.
     public var presence: Bool?
 
     public init(id: String, pattern: String, mode: String, presence: Bool? = nil) {

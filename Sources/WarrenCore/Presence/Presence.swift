@@ -4,7 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Presence across every node (DESIGN §11), gathered through RabbitMQ and nothing else.
+/// Presence across every node (docs/protocol.md), gathered through RabbitMQ and nothing else.
 ///
 /// Each node binds an exclusive queue of its own to the fanout exchange
 /// `<amqp.exchange>.presence`, announces every change of its own presence there at once, and
@@ -348,7 +348,7 @@ public final class Presence: AMQPDeliverySink, Sendable {
         if owed { recordCounts() }
         // A node not known until now, or starting (back from a restart): it learns of this one at once,
         // not a third of the timeout later, and so tells it of its sends with a cid from now on;
-        // and of those it remembers from before (DESIGN §2's five minutes), which it was not told
+        // and of those it remembers from before (docs/protocol.md's five minutes), which it was not told
         // of, having started since or been gone.
         if newcomer {
             announceState()

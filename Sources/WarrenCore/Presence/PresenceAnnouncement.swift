@@ -21,14 +21,14 @@ public enum PresenceAnnouncement: Sendable, Equatable {
     case ackForwarded(node: String, session: String, cursor: String, polledAt: Int64? = nil)
     /// `node` confirmed a send of `from`'s with this `cid` and gave it these ids: a retry that
     /// reaches another node (a balancer without stickiness) is answered with them, not published
-    /// again (DESIGN §2's `(from, cid)` rule across nodes).
+    /// again (docs/protocol.md's `(from, cid)` rule across nodes).
     case sent(node: String, from: String, cid: String, ids: [String])
     /// `node` is writing a send of `from`'s with this `cid`, `ids[i]` for `routes[i]`: told just
     /// before it, on the channel it goes on (so once any of it is routed, this is too, even if
     /// `node` dies before the confirm). A retry that reaches another node first is published
     /// there with the same ids, which the store keeps once and clients recognise.
     case sending(node: String, from: String, cid: String, routes: [String], ids: [String])
-    /// The sends with a cid `node` remembers (DESIGN §2's five minutes), sent to a node that
+    /// The sends with a cid `node` remembers (docs/protocol.md's five minutes), sent to a node that
     /// starts, or that `node` hears of for the first time, alone (to its queue), in messages of
     /// at most ``maxRecentSends``: a node started again after a client's first try elsewhere
     /// (or one that had gone, and so was told of nothing) answers its retry with the first ids.

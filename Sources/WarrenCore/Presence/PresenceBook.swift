@@ -1,4 +1,4 @@
-/// Who is present where, as this node knows it (DESIGN §11): a pure value, events in,
+/// Who is present where, as this node knows it (docs/protocol.md): a pure value, events in,
 /// what to publish out; no I/O and no clock of its own (times are handed in).
 ///
 /// Local presence is counted per user and route (a user may hold several presence

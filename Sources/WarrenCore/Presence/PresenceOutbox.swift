@@ -1,4 +1,4 @@
-/// The order this node's presence announcements leave in (DESIGN §11): each after the one
+/// The order this node's presence announcements leave in (docs/protocol.md): each after the one
 /// before it, and one that follows a presence envelope only once the broker has confirmed that
 /// envelope — accepted by every queue it was routed to. A node that hears the announcement and
 /// publishes an envelope in answer (her join on the node she moved to, after her leave here)

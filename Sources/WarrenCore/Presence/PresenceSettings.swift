@@ -1,4 +1,4 @@
-/// `[presence]` (DESIGN §11).
+/// `[presence]` (docs/protocol.md).
 public struct PresenceSettings: Sendable, Equatable {
     /// Off: `"presence":true` is refused (`unavailable`), nothing is announced.
     public var enabled = true

@@ -1,20 +1,20 @@
-/// A frame from a WebSocket client (DESIGN §4).
+/// A frame from a WebSocket client (docs/protocol.md).
 public enum ClientFrame: Sendable, Equatable {
-    /// `presence`: announce the user on the route (DESIGN §11; live, concrete routes only).
+    /// `presence`: announce the user on the route (docs/protocol.md; live, concrete routes only).
     case sub(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false)
     case unsub(id: String)
     case pub(PublishRequest)
     case ack(ids: [String])
     case ping
-    /// A page of a route's history (DESIGN §10); `id` is the request's, echoed in the answer.
+    /// A page of a route's history (docs/protocol.md); `id` is the request's, echoed in the answer.
     case history(id: String, route: String, before: String?, limit: Int?)
     case conversations(id: String)
     /// Moves the read marker on `route` to the envelope `id`.
     case read(route: String, id: String)
-    /// Who is present on a route, on every node (DESIGN §11).
+    /// Who is present on a route, on every node (docs/protocol.md).
     case presence(id: String, route: String)
 
-    /// Parses one text frame. Errors carry the code and the `ref` of DESIGN §4.
+    /// Parses one text frame. Errors carry the code and the `ref` of docs/protocol.md.
     public static func parse(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> ClientFrame {
         let json: JSONValue
         do { json = try JSONParser.parse(bytes) } catch {

@@ -1,4 +1,4 @@
-/// WebSocket close codes of DESIGN §4.
+/// WebSocket close codes of docs/protocol.md.
 public enum CloseCode {
     public static let normal: UInt16 = 1000
     public static let goingAway: UInt16 = 1001

@@ -1,4 +1,4 @@
-/// The error codes of DESIGN §4, shared by the WebSocket and polling frontends.
+/// The error codes of docs/protocol.md, shared by the WebSocket and polling frontends.
 public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case badFrame = "bad_frame"
     case badRoute = "bad_route"
@@ -11,7 +11,7 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case conflict
     case `internal`
 
-    /// The HTTP status the polling frontend answers with (DESIGN §5).
+    /// The HTTP status the polling frontend answers with (docs/protocol.md).
     public var httpStatus: Int {
         switch self {
         case .badFrame, .badRoute: return 400

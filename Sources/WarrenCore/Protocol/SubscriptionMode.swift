@@ -1,4 +1,4 @@
-/// A subscription's delivery guarantee (DESIGN §3).
+/// A subscription's delivery guarantee (docs/protocol.md).
 public enum SubscriptionMode: String, Sendable, Hashable, CaseIterable {
     /// At most once, from the node's live queue; nothing kept while away.
     case live

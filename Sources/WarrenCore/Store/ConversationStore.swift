@@ -1,4 +1,4 @@
-/// Where conversations are kept (DESIGN §10): the seam between the bridge and its database.
+/// Where conversations are kept (docs/protocol.md): the seam between the bridge and its database.
 /// Two backends implement it (SQLite, PostgreSQL, in the `WarrenStore` target); the bridge logic
 /// above it — the writer, the operations and their authorization — knows neither.
 public protocol ConversationStore: Sendable {

@@ -2,7 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
 
-/// History, conversation lists and read markers (DESIGN §10) for every door, with their
+/// History, conversation lists and read markers (docs/protocol.md) for every door, with their
 /// authorization: the same checks whether a WebSocket op or an HTTP request asks.
 ///
 /// As a service it watches the store: a ping every 2 s (`/readyz` is 503 while the database

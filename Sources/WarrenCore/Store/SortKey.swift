@@ -4,7 +4,7 @@
 ///
 /// The time is the one a UUIDv7 id carries — when Warren accepted the message, so for Warren's
 /// own ids the key sorts exactly as the ids do. But a plain AMQP publisher may name any UUID as
-/// `message_id` (DESIGN §2): a random version 4, which would sort anywhere, or a version 7 from
+/// `message_id` (docs/protocol.md): a random version 4, which would sort anywhere, or a version 7 from
 /// a clock far ahead, which would stay the newest message of its conversation for years and
 /// hold a read marker set on it above everything published after. Such a message is placed at
 /// the time the store took it from its queue instead. A client's `ts` is never used: any

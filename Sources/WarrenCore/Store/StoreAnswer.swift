@@ -1,4 +1,4 @@
-/// The JSON of the store's answers (DESIGN §10): WebSocket frames and HTTP bodies carry the same
+/// The JSON of the store's answers (docs/protocol.md): WebSocket frames and HTTP bodies carry the same
 /// members; stored envelopes are copied in as they were kept, never re-encoded.
 public enum StoreAnswer {
     /// `{"op":"history","id":…,"route":…,"messages":[…],"more":…}`

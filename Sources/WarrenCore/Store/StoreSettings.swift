@@ -1,4 +1,4 @@
-/// The conversation store's settings (DESIGN §10, `[store]`).
+/// The conversation store's settings (docs/protocol.md, `[store]`).
 public struct StoreSettings: Sendable, Equatable {
     /// Off: history, conversations and read markers answer `unavailable`, and nothing is kept.
     public var enabled = true

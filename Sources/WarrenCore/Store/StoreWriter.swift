@@ -3,7 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Writes the conversation store from RabbitMQ (DESIGN §10): the durable store queue (`warren.store`),
+/// Writes the conversation store from RabbitMQ (docs/protocol.md): the durable store queue (`warren.store`),
 /// bound with `store.patterns`, consumed by every node as competing consumers. A message is
 /// acked only after the transaction holding its row has committed; rows are keyed by envelope
 /// id, so a redelivery (a node died between commit and ack) adds nothing. While the database is

@@ -1,6 +1,6 @@
 /// This build's version: `warren --version`, the first line of the start log, and `version` in
-/// `/v1/stats` (not a Prometheus label: DESIGN §7 keeps labels to bounded sets). Raised by hand
+/// `/v1/stats` and the `version` label of `warren_build_info`. Raised by hand
 /// with each release; a build from a checkout between releases says the last one.
 public enum WarrenVersion {
-    public static let string = "0.19.0"
+    public static let string = "0.20.0"
 }

@@ -1,7 +1,7 @@
 import WarrenCore
 
 /// A request the edge does not serve, as the answer it gets: a status, the JSON error body's
-/// code and message (DESIGN §5's shape), and a header field some statuses owe (RFC 6455's
+/// code and message (docs/protocol.md's shape), and a header field some statuses owe (RFC 6455's
 /// `Sec-WebSocket-Version` on a 426). The connection closes after it unless
 /// ``keepsConnection``: what follows a head that could not be read cannot be framed.
 struct HTTPRefusal: Error, Equatable, Sendable {

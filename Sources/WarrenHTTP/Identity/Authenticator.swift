@@ -2,7 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import WarrenCore
 
-/// Authenticates a request from its query and `Authorization` header (DESIGN §4).
+/// Authenticates a request from its query and `Authorization` header (docs/protocol.md).
 ///
 /// A class: it holds the whole configuration, and every door asks it per request (as a
 /// struct, each call copied it out and destroyed the copy: ~1 % of a poll answer's samples).

@@ -1,7 +1,7 @@
 import NIOCore
 import WarrenCore
 
-/// The JSON of a poll answer (DESIGN §5): `{"messages":[{"sub":…,"env":…},…],"cursor":…}`,
+/// The JSON of a poll answer (docs/protocol.md): `{"messages":[{"sub":…,"env":…},…],"cursor":…}`,
 /// with `"more":true` after the cursor when the session held more than the answer carries.
 /// Each item is its `msg` frame after `{"op":"msg",`: the bytes built once for the message.
 enum PollAnswerBody {

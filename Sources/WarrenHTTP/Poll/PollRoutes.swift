@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import WarrenCore
 
-/// The HTTP polling frontend (DESIGN §5): sessions, long-polls, acks, and `POST /v1/messages`.
+/// The HTTP polling frontend (docs/protocol.md): sessions, long-polls, acks, and `POST /v1/messages`.
 struct PollRoutes: Sendable {
     let configuration: BridgeConfiguration
     let link: BrokerLink
@@ -152,7 +152,7 @@ struct PollRoutes: Sendable {
     }
 
     /// `wait` or `max` from the query: a non-negative integer. One too large for an `Int` is still a
-    /// number (clamped by the caller to `poll.max_wait` / `poll.max_batch`, as DESIGN §5 says of
+    /// number (clamped by the caller to `poll.max_wait` / `poll.max_batch`, as docs/protocol.md says of
     /// any value above them), not a 400.
     static func nonNegative(_ raw: String?, name: String, default value: Int) -> Result<Int, ProtocolError> {
         guard let raw else { return .success(value) }

@@ -8,7 +8,7 @@
 /// WebSocket (falling back to long-polling where it cannot open) or HTTP long-polling only
 /// (`/v1/poll`), so a poller and a socket can talk.
 ///
-/// With the conversation store on (DESIGN §10), connecting lists the user's conversations,
+/// With the conversation store on (docs/protocol.md), connecting lists the user's conversations,
 /// newest first, with unread badges (`GET /v1/conversations`); opening one shows its newest
 /// history and scrolling up fetches older pages (`GET /v1/history`); what is shown is marked
 /// read (`POST /v1/read`), which clears the badge on the user's other tabs, and the other
@@ -160,7 +160,7 @@ enum DemoPage {
       box.scrollTop = keepPosition ? box.scrollHeight - fromBottom : box.scrollHeight;
     }
 
-    // The conversation store (DESIGN §10) and presence (§11), through the client.
+    // The conversation store (docs/protocol.md) and presence (§11), through the client.
     async function loadConversations() {
       try {
         for (const item of await client.conversations()) {

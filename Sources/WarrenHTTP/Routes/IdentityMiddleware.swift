@@ -1,9 +1,9 @@
 import Hummingbird
 import WarrenCore
 
-/// Authenticates a request as the WebSocket and the poll path do (DESIGN §4: a bearer token
+/// Authenticates a request as the WebSocket and the poll path do (docs/protocol.md: a bearer token
 /// or `?token=`, `?user=` in none mode, `?device=`) and puts the identity in its context; a
-/// request that fails is answered here with the status and JSON error of DESIGN §5 (401 a bad
+/// request that fails is answered here with the status and JSON error of docs/protocol.md (401 a bad
 /// or missing token, 400 a bad `user` or `device` word). The one place the router's endpoints
 /// learn who is asking.
 struct IdentityMiddleware: RouterMiddleware {

@@ -1,7 +1,7 @@
 import Hummingbird
 import WarrenCore
 
-/// `GET /v1/presence?route=…` (DESIGN §11): who is present on a route, on every node.
+/// `GET /v1/presence?route=…` (docs/protocol.md): who is present on a route, on every node.
 struct PresenceRoutes: Sendable {
     let link: BrokerLink
 

@@ -5,7 +5,7 @@ import WarrenCore
 
 /// What every JSON endpoint does the same way: authenticate (the connection's own endpoints;
 /// the router's have ``IdentityMiddleware``), read a bounded JSON body, and turn
-/// a ``ProtocolError`` into the error body of DESIGN §5.
+/// a ``ProtocolError`` into the error body of docs/protocol.md.
 struct RouteSupport: Sendable {
     let authenticator: Authenticator
     let maxBodyBytes: Int
@@ -41,13 +41,13 @@ struct RouteSupport: Sendable {
         }
     }
 
-    /// The status and JSON error body (DESIGN §5) for a failed request.
+    /// The status and JSON error body (docs/protocol.md) for a failed request.
     static func failure(_ error: any Error) -> (status: Int, body: [UInt8]) {
         if let error = error as? ProtocolError { return (error.code.httpStatus, errorBody(error.code, error.message, ref: error.ref)) }
         return (500, errorBody(.internal, "\(error)"))
     }
 
-    /// `{"error":{"code":…,"message":…}}`, with `"ref"` as on the WebSocket (DESIGN §4) when the
+    /// `{"error":{"code":…,"message":…}}`, with `"ref"` as on the WebSocket (docs/protocol.md) when the
     /// error names what failed: the subscription of `POST /v1/poll` refused, so a client can
     /// drop that one and go on with the rest.
     static func errorBody(_ code: ErrorCode, _ message: String, ref: String? = nil) -> [UInt8] {
@@ -74,7 +74,7 @@ struct RouteSupport: Sendable {
     /// token is back (a connection slot or a device may take longer; the client backs off further then).
     static let retryAfterSeconds = "1"
 
-    /// Runs a handler, turning `ProtocolError`s into the JSON error bodies of DESIGN §5.
+    /// Runs a handler, turning `ProtocolError`s into the JSON error bodies of docs/protocol.md.
     static func respond(_ body: () async throws -> Response) async -> Response {
         do {
             return try await body()

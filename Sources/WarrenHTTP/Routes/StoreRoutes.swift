@@ -1,7 +1,7 @@
 import Hummingbird
 import WarrenCore
 
-/// The conversation store over HTTP (DESIGN §10): `GET /v1/history`, `GET /v1/conversations`,
+/// The conversation store over HTTP (docs/protocol.md): `GET /v1/history`, `GET /v1/conversations`,
 /// `POST /v1/read`. The same operations and checks as the WebSocket ops, for poll sessions and
 /// any HTTP client.
 struct StoreRoutes: Sendable {

@@ -5,7 +5,7 @@ import NIOWebSocket
 import WarrenCore
 
 /// What a WebSocket handshake needs from the frontend, one per server: who may connect
-/// (DESIGN §4), and how an admitted connection's pipeline is set up. A refusal is an HTTP
+/// (docs/protocol.md), and how an admitted connection's pipeline is set up. A refusal is an HTTP
 /// answer with the status and JSON error body of §5 — 401 a bad or missing token, 400 a bad
 /// `user` or `device` word, 429 over the user's connection limit, 503 draining or the broker
 /// link down — so a client can tell "refresh the token" from "retry later".

@@ -4,7 +4,7 @@ import NIOCore
 
 /// The server's side of the WebSocket opening handshake (RFC 6455 §4.2): the checks a
 /// handshake must pass, and the `101` answer. No subprotocol and no extension is negotiated
-/// (DESIGN §4: JSON text frames, uncompressed).
+/// (docs/protocol.md: JSON text frames, uncompressed).
 enum WebSocketHandshake {
     /// Why a head with WebSocket handshake fields (``RawRequestHead/webSocket``) is not a
     /// handshake Warren takes, or nil when it is: a GET in HTTP/1.1 without a body, with

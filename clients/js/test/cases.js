@@ -130,6 +130,28 @@ export const cases = [
       } finally { a.close(); b.close(); }
     },
   },
+  ...["websocket", "polling"].map((door) => ({
+    name: `over ${door}, await client.subscribe(…) resolves once the subscription is in effect`,
+    async run(env) {
+      const carol = env.unique("carol");
+      const c = await env.connect({ user: carol, transports: [door] });
+      try {
+        const room = "room." + env.unique("aw");
+        const got = new Inbox();
+        const sub = await c.subscribe(room, {}, (e) => got.push({ env: e }));
+        check(sub && sub.id && sub.pattern === room && typeof sub.unsubscribe === "function",
+              `await subscribe gives the Subscription, got ${JSON.stringify(sub && sub.pattern)}`);
+        // In effect when the promise resolved: a message published right after it reaches it.
+        const id = await c.publish(room, "right after");
+        const m = await got.next("the message published right after the subscription");
+        check(m.env.id === id, `the message published right after: ${JSON.stringify(m.env)}`);
+        c.unsubscribe(sub);
+        let refused = null;
+        try { await c.subscribe("#"); } catch (e) { refused = e; }
+        check(refused && refused.code === "forbidden", `awaiting a refused subscription throws its code, got ${refused && refused.code}`);
+      } finally { c.close(); }
+    },
+  })),
   {
     name: "an inbox delivery not acknowledged is delivered again after a reconnect",
     async run(env) {

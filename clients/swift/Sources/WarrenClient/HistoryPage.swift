@@ -1,4 +1,4 @@
-/// A page of a conversation's history (DESIGN §10).
+/// A page of a conversation's history (docs/protocol.md).
 public struct HistoryPage: Sendable, Decodable {
     public let route: String
     /// Oldest first.

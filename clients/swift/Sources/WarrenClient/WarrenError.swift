@@ -1,4 +1,4 @@
-/// An error Warren answered (`code` as in DESIGN §4: `forbidden`, `bad_route`, `unavailable`, …),
+/// An error Warren answered (`code` as in docs/protocol.md: `forbidden`, `bad_route`, `unavailable`, …),
 /// or one of the client's own: `closed` (the client was closed), `bad_response`.
 public struct WarrenError: Error, Sendable, Equatable, CustomStringConvertible {
     public let code: String

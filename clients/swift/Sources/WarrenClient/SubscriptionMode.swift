@@ -1,4 +1,4 @@
-/// What a subscription is backed by (DESIGN §3).
+/// What a subscription is backed by (docs/protocol.md).
 public enum SubscriptionMode: String, Sendable, Hashable {
     /// At most once: nothing is kept while the client is away.
     case live

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The frames and HTTP bodies the client exchanges with Warren (DESIGN §4, §5, §10, §11).
+/// The frames and HTTP bodies the client exchanges with Warren (docs/protocol.md).
 enum Wire {
     struct Sub: Encodable {
         var op = "sub"

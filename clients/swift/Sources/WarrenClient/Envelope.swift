@@ -1,4 +1,4 @@
-/// A message as Warren delivers it: the canonical envelope (DESIGN §2).
+/// A message as Warren delivers it: the canonical envelope (docs/protocol.md).
 public struct Envelope: Sendable, Hashable, Codable {
     public let v: Int
     /// Assigned by Warren (a UUIDv7); clients never choose it.

@@ -1,4 +1,4 @@
-/// One of the user's conversations (DESIGN §10).
+/// One of the user's conversations (docs/protocol.md).
 public struct Conversation: Sendable, Decodable {
     public let route: String
     public let last: Envelope
