@@ -37,10 +37,15 @@ public final class SQLConversationStore: ConversationStore {
         }
     }
 
-    public func write(_ messages: [StoredMessage]) async throws {
-        guard !messages.isEmpty else { return }
+    public func write(_ messages: [StoredMessage], fences: [String]) async throws {
+        guard !messages.isEmpty || !fences.isEmpty else { return }
         let dialect = dialect
+        let now = WallClock.milliseconds()
         try await database.transaction { session in
+            if !fences.isEmpty {
+                _ = try await session.query(StoreSQL.insertFences(count: fences.count, dialect: dialect),
+                                            fences.flatMap { [.text($0), .integer(now)] })
+            }
             for chunk in StoreSQL.chunks(messages) {
                 _ = try await session.query(StoreSQL.insertMessages(count: chunk.count, dialect: dialect),
                                             chunk.flatMap { [.text($0.id), .text($0.route), .text($0.sender), .text($0.type),
@@ -67,6 +72,27 @@ public final class SQLConversationStore: ConversationStore {
                                            [.text(route)] + beforeKey + [.integer(Int64(limit + 1))])
         }
         return try rows.map { StoreSQL.page(try $0.map(Self.message), limit: limit) }
+    }
+
+    public func position(of id: String) async throws -> (sortKey: String, route: String)? {
+        let sql = "SELECT sort_key, route FROM warren_messages WHERE id = \(dialect.p(1))"
+        let rows = try await database.read { session in try await session.query(sql, [.text(id)]) }
+        guard let row = rows.first else { return nil }
+        guard let key = row["sort_key"]?.string, let route = row["route"]?.string else {
+            throw StoreDataError(description: "a stored row lacks a column or has the wrong type")
+        }
+        return (key, route)
+    }
+
+    public func messages(after: String, below: String?, routes: RouteFilter, limit: Int) async throws -> [StoredMessage] {
+        let (sql, binds) = StoreSQL.messages(after: after, below: below, routes: routes, limit: limit, dialect: dialect)
+        let rows = try await database.read { session in try await session.query(sql, binds) }
+        return try rows.map(Self.message)
+    }
+
+    public func fenceWritten(_ id: String) async throws -> Bool {
+        let sql = "SELECT 1 AS one FROM warren_fences WHERE id = \(dialect.p(1))"
+        return try await database.read { session in try await session.query(sql, [.text(id)]) }.isEmpty == false
     }
 
     public func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] {
@@ -122,7 +148,12 @@ public final class SQLConversationStore: ConversationStore {
 
     public func prune(before cutoff: Int64) async throws -> Int {
         let sql = "DELETE FROM warren_messages WHERE sort_key < \(dialect.p(1)) RETURNING id"
-        return try await database.transaction { session in try await session.query(sql, [.text(SortKey.prefix(cutoff))]).count }
+        let fences = "DELETE FROM warren_fences WHERE at < \(dialect.p(1))"
+        let fenceCutoff = WallClock.milliseconds() - StoreFence.kept
+        return try await database.transaction { session in
+            _ = try await session.query(fences, [.integer(fenceCutoff)])
+            return try await session.query(sql, [.text(SortKey.prefix(cutoff))]).count
+        }
     }
 
     /// Where the message `id` of `route` stands: its key if it is kept, else the key a believable

@@ -50,6 +50,36 @@ enum StoreSQL {
 
     static let columns = "id, route, sender, type, ts, envelope, sort_key"
 
+    /// Binds: (id, at) per fence. A fence written twice (its batch written again) stays once.
+    static func insertFences(count: Int, dialect: SQLDialect) -> String {
+        "INSERT INTO warren_fences (id, at) VALUES \(values(rows: count, columns: 2, dialect: dialect)) ON CONFLICT (id) DO NOTHING"
+    }
+
+    /// Messages after a key (and before another), of the routes a filter takes, newest first:
+    /// the `sort_key` index for every route or a prefix, `(route, sort_key)` for one route.
+    static func messages(after: String, below: String?, routes: RouteFilter, limit: Int, dialect: SQLDialect)
+        -> (sql: String, binds: [SQLValue]) {
+        var binds: [SQLValue] = [.text(after)]
+        var sql = "SELECT \(columns) FROM warren_messages WHERE sort_key > \(dialect.p(1))"
+        if let below {
+            binds.append(.text(below))
+            sql += " AND sort_key < \(dialect.p(binds.count))"
+        }
+        switch routes {
+        case .route(let route):
+            binds.append(.text(route))
+            sql += " AND route = \(dialect.p(binds.count))"
+        case .under(let prefix):
+            binds.append(.text(prefix))
+            binds.append(.text(prefix + "."))
+            sql += " AND (route = \(dialect.p(binds.count - 1)) OR substr(route, 1, \(prefix.utf8.count + 1)) = \(dialect.p(binds.count)))"
+        case .any:
+            break
+        }
+        binds.append(.integer(Int64(limit)))
+        return (sql + " ORDER BY sort_key DESC LIMIT \(dialect.p(binds.count))", binds)
+    }
+
     /// Binds: id, route. The key of a message of the route.
     static func keyOf(dialect: SQLDialect) -> String {
         "SELECT sort_key FROM warren_messages WHERE id = \(dialect.p(1)) AND route = \(dialect.p(2))"

@@ -10,6 +10,8 @@ import WarrenCore
 /// - `warren_routes`: each route's newest message and its key, for the conversation list's order.
 /// - `warren_reads`: each user's read marker per route (an envelope id and its key; it only
 ///   moves forward).
+/// - `warren_fences`: the fences the store's writers have committed, which a recovery waits
+///   for (``StoreFence``), kept an hour.
 /// - `warren_store_bindings`: the patterns each store queue was last bound with, so that one
 ///   dropped from `store.patterns`, or a queue `store.queue` no longer names, is unbound at the
 ///   next start.
@@ -45,6 +47,9 @@ enum StoreSchema {
             CREATE TABLE IF NOT EXISTS warren_store_bindings (queue TEXT NOT NULL, pattern TEXT NOT NULL,
               PRIMARY KEY (queue, pattern))
             """,
+            // The fences recoveries wait for (``StoreFence``): a few rows, pruned after an hour.
+            // Added to version 2 without a version change, as the bindings were.
+            "CREATE TABLE IF NOT EXISTS warren_fences (id \(key) PRIMARY KEY, at \(integer) NOT NULL)",
             "CREATE TABLE IF NOT EXISTS warren_schema (version \(integer) NOT NULL)",
             "INSERT INTO warren_schema (version) SELECT \(version) WHERE NOT EXISTS (SELECT 1 FROM warren_schema)",
         ]

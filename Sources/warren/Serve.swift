@@ -47,7 +47,8 @@ struct Serve: AsyncParsableCommand {
                     "url": "\(StoreSettings.Backend(url: config.store.url)?.redacted ?? "")", "error": "\(error)"])
                 throw ExitCode.failure
             }
-            conversations = Conversations(store: store, settings: config.store, metrics: StoreMetrics(), logger: logger)
+            conversations = Conversations(store: store, settings: config.store, recovery: config.recover, metrics: StoreMetrics(),
+                                          logger: logger)
         }
         let link = BrokerLink(configuration: config, metrics: metrics, conversations: conversations, logger: logger)
         let sessions = await PollSessionCodec.make(secret: config.auth.secret)

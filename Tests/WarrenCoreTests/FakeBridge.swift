@@ -14,7 +14,7 @@ struct FakeBridge {
     let runtime: BridgeRuntime
 
     init(limits: BridgeLimits = BridgeLimits(), inbox: InboxSettings = InboxSettings(), liveBindAllAfter: Int = 0,
-         presence: Presence? = nil, metrics: WarrenMetrics = .disabled) async throws {
+         presence: Presence? = nil, metrics: WarrenMetrics = .disabled, conversations: Conversations? = nil) async throws {
         let logger = Logger(label: "test")
         let hub = LiveHub(channel: live, bindChannel: binds, queue: "warren.live.test", exchange: "chat",
                           bindAllAfter: liveBindAllAfter, metrics: .disabled, logger: logger)
@@ -24,7 +24,7 @@ struct FakeBridge {
         runtime = BridgeRuntime(channels: channels, publisher: Publisher(channel: publish, exchange: "chat", metrics: .disabled,
                                                                          logger: logger),
                                 hub: hub, exchange: "chat", limits: limits, inbox: inbox, policy: .standard, metrics: metrics,
-                                presence: presence, logger: logger)
+                                conversations: conversations, presence: presence, logger: logger)
     }
 
     /// The live queue's consumer tag.

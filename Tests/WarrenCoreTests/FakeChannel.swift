@@ -172,14 +172,14 @@ final class FakeChannel: BrokerChannel {
     /// Hands a message to the consumer `consumerTag`, as the broker would; returns its delivery tag.
     @discardableResult
     func deliver(to consumerTag: String, routingKey: String, body: String, messageID: String? = nil,
-                 redelivered: Bool = false, properties: BasicProperties? = nil, epoch: UInt64 = 1) -> UInt64 {
+                 redelivered: Bool = false, properties: BasicProperties? = nil, epoch: UInt64 = 1, exchange: String = "chat") -> UInt64 {
         let (sink, tag) = state.withLockedValue { s -> (AMQPDeliverySink?, UInt64) in
             s.nextTag += 1
             return (s.consumers[consumerTag], s.nextTag)
         }
         sink?.deliver(AMQPMessage(body: ByteBuffer(string: body),
                                   properties: properties ?? BasicProperties(contentType: "text/plain", messageID: messageID),
-                                  exchange: "chat", routingKey: routingKey, redelivered: redelivered,
+                                  exchange: exchange, routingKey: routingKey, redelivered: redelivered,
                                   deliveryTag: DeliveryTag(epoch: epoch, value: tag), consumerTag: consumerTag))
         return tag
     }

@@ -9,6 +9,7 @@ import Testing
 final class FakeStore: ConversationStore {
     private struct State {
         var batches: [[StoredMessage]] = []
+        var fences: [String] = []
         var failures = 0
         var held: [CheckedContinuation<Void, Never>] = []
         var holding = false
@@ -30,7 +31,9 @@ final class FakeStore: ConversationStore {
     }
     var heldWrites: Int { state.withLockedValue { $0.held.count } }
 
-    func write(_ messages: [StoredMessage]) async throws {
+    var fences: [String] { state.withLockedValue { $0.fences } }
+
+    func write(_ messages: [StoredMessage], fences: [String]) async throws {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let hold = state.withLockedValue { s -> Bool in
                 if s.holding { s.held.append(c) }
@@ -46,11 +49,28 @@ final class FakeStore: ConversationStore {
             if let text = s.refusing, messages.contains(where: { $0.envelope.contains(text) }) {
                 throw StoreRefusedData("refused: \(text)")
             }
-            s.batches.append(messages)
+            if !messages.isEmpty { s.batches.append(messages) }
+            s.fences += fences
         }
     }
     func migrate() async throws {}
     func history(route: String, before: String?, limit: Int) async throws -> HistoryPage? { HistoryPage(messages: [], more: false) }
+    func position(of id: String) async throws -> (sortKey: String, route: String)? {
+        state.withLockedValue { s in s.batches.joined().first { $0.id == id }.map { ($0.sortKey, $0.route) } }
+    }
+    func messages(after: String, below: String?, routes: RouteFilter, limit: Int) async throws -> [StoredMessage] {
+        let all = state.withLockedValue { Array($0.batches.joined()) }
+        let taken = all.filter { m in
+            guard m.sortKey > after, below.map({ m.sortKey < $0 }) ?? true else { return false }
+            switch routes {
+            case .route(let r): return m.route == r
+            case .under(let p): return m.route == p || m.route.hasPrefix(p + ".")
+            case .any: return true
+            }
+        }
+        return Array(taken.sorted { $0.sortKey > $1.sortKey }.prefix(limit))
+    }
+    func fenceWritten(_ id: String) async throws -> Bool { state.withLockedValue { $0.fences.contains(id) } }
     func conversations(user: String, uncountedTypes: [String], limit: Int) async throws -> [ConversationSummary] { [] }
     func markRead(user: String, route: String, id: String) async throws -> String? { id }
     func prune(before cutoff: Int64) async throws -> Int { 0 }

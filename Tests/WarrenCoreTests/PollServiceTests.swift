@@ -26,7 +26,7 @@ struct PollServiceTests {
         static func open(_ tests: PollServiceTests) async throws -> InboxPoller {
             let bridge = try await FakeBridge()
             let service = await tests.makeService(bridge)
-            let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
+            let (token, _, _) = try await service.create(user: "carol", device: "web", policy: .standard,
                                                       subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
             return InboxPoller(service: service, token: token, consume: bridge.channels.consuming(prefetch: InboxSettings().prefetch))
         }
@@ -65,7 +65,7 @@ struct PollServiceTests {
         #expect(bridge.binds.calls.isEmpty && service.sessionCount == 0, "\(bridge.binds.calls)")
         // As many subscriptions with ordinary names make a string that fits, and is served.
         let short = (0..<100).map { i in PollSubscription(id: "s\(i)", pattern: "room.lobby-\(i)", mode: "live") }
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: short)
+        let (token, _, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: short)
         #expect(token.utf8.count <= PollSessionCodec.maxTokenBytes)
         let items = try await service.poll(session: token, user: "carol", policy: .standard, wait: 0, max: 10, ack: nil).messages
         #expect(items.isEmpty)
@@ -76,7 +76,7 @@ struct PollServiceTests {
     @Test func anAnswerSaysWhenTheSessionHeldMore() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
+        let (token, _, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
             PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
         ])
         for k in 0..<3 { bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "m\(k)") }
@@ -94,7 +94,7 @@ struct PollServiceTests {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
         let roomless = AccessPolicy(subscribe: ["#.{user}.#"], publish: ["#.{user}.#"])
-        let (wide, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
+        let (wide, _, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
             PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
         ])
         bridge.live.deliver(to: bridge.liveConsumer, routingKey: "room.lobby", body: "buffered")
@@ -114,7 +114,7 @@ struct PollServiceTests {
         guard case .answered = onLoop(.standard) else { Issue.record("not served under its own rules"); return }
 
         // A session whose subscriptions the narrower rules still allow is served under them.
-        let (mine, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
+        let (mine, _, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
             PollSubscription(id: "me", pattern: "#.carol.#", mode: "live"),
         ])
         _ = try await service.poll(session: mine, user: "carol", policy: roomless, wait: 0, max: 10, ack: nil)
@@ -126,7 +126,7 @@ struct PollServiceTests {
     @Test func aPollSessionIsAClientSessionBehindABuffer() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
+        let (token, _, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: [
             PollSubscription(id: "r", pattern: "room.lobby", mode: "live"),
             PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox"),
         ])
@@ -163,7 +163,7 @@ struct PollServiceTests {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
         let subscriptions = [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")]
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
+        let (token, _, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
         var last: PollService.LastPolled?
         func onLoop() -> PollService.Polled {
             service.poll(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
@@ -181,7 +181,7 @@ struct PollServiceTests {
         #expect(last == nil)
 
         // Dropped by the sweep after poll.session_ttl without a poll, then opened again by a poll.
-        let (other, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
+        let (other, _, _) = try await service.create(user: "carol", device: "web", policy: .standard, subscriptions: subscriptions)
         var kept: PollService.LastPolled?
         func poll(_ token: String) -> PollService.Polled {
             service.poll(session: token[...], user: "carol", policy: .standard, wait: 0, max: 10, ack: nil, to: DiscardingSink(),
@@ -202,7 +202,7 @@ struct PollServiceTests {
     @Test func aLongPollWakesOnADelivery() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge)
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
+        let (token, _, _) = try await service.create(user: "carol", device: "web", policy: .standard,
                                                   subscriptions: [PollSubscription(id: "r", pattern: "room.lobby", mode: "live")])
         let held = Task { try await service.poll(session: token, user: "carol", policy: .standard, wait: 30, max: 10, ack: nil).messages }
         for _ in 0..<1000 where service.parkedPolls == 0 { try await Task.sleep(for: .milliseconds(5)) }
@@ -216,7 +216,7 @@ struct PollServiceTests {
     @Test func anUnackedLeaseRunsOutAndIsHandedBack() async throws {
         let bridge = try await FakeBridge()
         let service = await makeService(bridge, lease: 1)
-        let (token, _) = try await service.create(user: "carol", device: "web", policy: .standard,
+        let (token, _, _) = try await service.create(user: "carol", device: "web", policy: .standard,
                                                   subscriptions: [PollSubscription(id: "in", pattern: "#.carol.#", mode: "inbox")])
         let consume = bridge.channels.consuming(prefetch: InboxSettings().prefetch)
         let tag = consume.deliver(to: consume.consumerTags[0], routingKey: "alice.carol", body: "x",

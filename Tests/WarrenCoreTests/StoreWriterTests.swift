@@ -16,19 +16,42 @@ func eventually(_ condition: () -> Bool) async -> Bool {
 @Suite("Store writer")
 struct StoreWriterTests {
     static func writer(_ store: FakeStore, batchSize: Int = 100, patterns: [String] = ["#"], queue: String = "warren.store",
-                       channels: FakeChannels = FakeChannels()) async throws -> (StoreWriter, FakeChannel, String) {
+                       channels: FakeChannels = FakeChannels(), fence: StoreFence? = nil) async throws -> (StoreWriter, FakeChannel, String) {
         var settings = StoreSettings()
         settings.batchSize = batchSize
         settings.patterns = patterns
         settings.queue = queue
         let channel = FakeChannel("store")
         let writer = StoreWriter(store: store, settings: settings, channel: channel, channels: channels, exchange: "chat",
-                                 metrics: StoreMetrics(), logger: Logger(label: "test"))
+                                 metrics: StoreMetrics(), fence: fence, logger: Logger(label: "test"))
         try await writer.start()
         return (writer, channel, channel.consumerTags[0])
     }
 
     static func acks(_ channel: FakeChannel) -> [String] { channel.calls.filter { $0.hasPrefix("ack") } }
+
+    /// A recovery's fence, published to the store's queue through the default exchange, is
+    /// recorded with the batch it arrives in (not kept as a message) and acked with it; the
+    /// recovery waiting for it goes on. A message of the fence's type routed by the exchange
+    /// is no fence.
+    @Test func aFenceIsRecordedWithItsBatchAndLetsTheRecoveryOn() async throws {
+        let store = FakeStore()
+        let fence = StoreFence(store: store, wait: .seconds(5), logger: Logger(label: "test"))
+        let (_, channel, consumer) = try await Self.writer(store, fence: fence)
+        fence.attach { id in
+            channel.deliver(to: consumer, routingKey: "alice.bob", body: "before")
+            channel.deliver(to: consumer, routingKey: "warren.store", body: "", properties: BasicProperties(messageID: id, type: StoreFence.messageType),
+                            exchange: "")
+        }
+        #expect(await fence.pass())
+        #expect(store.fences.count == 1)
+        #expect(store.batches.flatMap { $0 }.map(\.route) == ["alice.bob"])
+        #expect(await eventually { Self.acks(channel).last == "ack 2+" }, "the fence is acked with its batch")
+        let forged = UUIDv7Generator().next(nowMilliseconds: 1)
+        channel.deliver(to: consumer, routingKey: "room.x", body: "{}", properties: BasicProperties(messageID: forged, type: StoreFence.messageType))
+        #expect(await eventually { store.batches.flatMap { $0 }.count == 2 })
+        #expect(store.fences.count == 1)
+    }
 
     @Test func acksOnlyAfterCommitAndOnceABatch() async throws {
         let store = FakeStore()

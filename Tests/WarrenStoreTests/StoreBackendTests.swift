@@ -200,6 +200,43 @@ struct StoreBackendTests {
         }
     }
 
+    /// What a recovery reads: a message's place whatever its route, and the messages after a
+    /// key (and before another), newest first, of one route, of the routes under a prefix (the
+    /// prefix itself and `prefix.…`, not `prefixy`), or of every route.
+    @Test(arguments: Backend.allCases) func messagesAfterAKeyAreReadNewestFirstByRoute(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let base: Int64 = 1_700_000_000_000
+            let routes = ["room", "room.a", "room.a.b", "roomy.a", "alice.bob", "room.a"]
+            let messages = routes.enumerated().map { Self.message($1, from: "bob", at: base + Int64($0) * 10) }
+            try await store.write(messages)
+            let first = try #require(try await store.position(of: messages[0].id))
+            #expect(first.route == "room" && first.sortKey == messages[0].sortKey)
+            #expect(try await store.position(of: "0b6f7a52-3c7e-4d8a-9a51-7c2f0e6d1b23") == nil)
+            func ids(_ filter: RouteFilter, below: String? = nil, limit: Int = 10) async throws -> [String] {
+                try await store.messages(after: first.sortKey, below: below, routes: filter, limit: limit).map(\.id)
+            }
+            #expect(try await ids(.route("room.a")) == [messages[5].id, messages[1].id])
+            #expect(try await ids(.under("room")) == [messages[5].id, messages[2].id, messages[1].id])
+            #expect(try await ids(.any) == messages.dropFirst().reversed().map(\.id))
+            #expect(try await ids(.any, limit: 2) == [messages[5].id, messages[4].id])
+            #expect(try await ids(.any, below: messages[4].sortKey) == [messages[3].id, messages[2].id, messages[1].id])
+        }
+    }
+
+    /// Fences are recorded with their batch, once however often it is written, alone too, and
+    /// pruned after an hour.
+    @Test(arguments: Backend.allCases) func fencesAreRecordedWithTheirBatch(_ backend: Backend) async throws {
+        try await Self.withStore(backend) { store in
+            let fence = UUIDv7Generator().next(nowMilliseconds: 1)
+            #expect(try await store.fenceWritten(fence) == false)
+            try await store.write([Self.message("room.a", from: "bob")], fences: [fence])
+            try await store.write([], fences: [fence])
+            #expect(try await store.fenceWritten(fence))
+            _ = try await store.prune(before: 0)
+            #expect(try await store.fenceWritten(fence), "recorded now: kept")
+        }
+    }
+
     /// The store queue's bindings as last recorded, per queue, replaced whole (none: forgotten);
     /// migrating again (the next start) keeps them.
     @Test(arguments: Backend.allCases) func theStoreQueuesBindingsAreRecordedPerQueue(_ backend: Backend) async throws {

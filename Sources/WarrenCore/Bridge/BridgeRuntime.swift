@@ -157,7 +157,7 @@ public final class BridgeRuntime: Sendable {
             let writer = StoreWriter(store: conversations.store, settings: conversations.settings,
                                      channel: try await openStoreChannel(), reopen: openStoreChannel, channels: pool,
                                      exchange: configuration.amqp.exchange, metrics: conversations.metrics, sizeGuard: sizeGuard,
-                                     logger: logger)
+                                     fence: conversations.fence, logger: logger)
             try await writer.start()
             conversations.attach(writer)
         }
@@ -168,6 +168,10 @@ public final class BridgeRuntime: Sendable {
                                       return channel
                                   }, exchange: configuration.amqp.exchange, metrics: metrics,
                                   logger: logger, blockedReason: { primary.blockedReason }, closedByBroker: { watch.channelClosed($0) })
+        if let conversations {
+            let queue = conversations.settings.queue
+            conversations.fence.attach { [publisher] id in try await publisher.publishFence(id, queue: queue) }
+        }
         // A channel of the node's own: its presence queue is exclusive to this connection. With
         // presence off the queue still carries poll sessions' deletions and forwarded acks.
         let presence = Presence(node: nodeID, settings: configuration.presence,

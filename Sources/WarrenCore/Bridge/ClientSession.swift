@@ -101,7 +101,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             } catch {
                 fail(error.answering(ref))
             }
-        case .sub(let id, let pattern, .live, false) where subscribeLiveNow(id: id, pattern: pattern):
+        case .sub(let id, let pattern, .live, false, nil) where subscribeLiveNow(id: id, pattern: pattern):
             send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: .live))
         case .sub, .unsub, .history, .conversations, .read:
             return PendingRequest(frame: parsed)
@@ -112,10 +112,11 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// Finishes a frame ``receive(_:)`` handed back.
     public func complete(_ pending: PendingRequest) async {
         switch pending.frame {
-        case .sub(let id, let pattern, let mode, let presence):
+        case .sub(let id, let pattern, let mode, let presence, let since):
             do {
-                try await subscribe(id: id, pattern: pattern, mode: mode, presence: presence)
-                send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode))
+                try await subscribe(id: id, pattern: pattern, mode: mode, presence: presence, since: since) { recovery in
+                    send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode, recovery: recovery))
+                }
             } catch {
                 fail(error)
             }
@@ -199,19 +200,28 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// Adds a subscription: checked against the limits and the user's rules, in effect (binding
     /// and consumer in place) when this returns. The WebSocket answers `subscribed` then; a poll
     /// session answers its `201`.
-    public func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false) async throws(ProtocolError) {
+    ///
+    /// With `since` (live only), what the subscription missed after that message is recovered
+    /// from the store (docs/protocol.md, "Recovery"): live deliveries are held from the moment
+    /// the binding is in place, `answer` is called with how the recovery went, the kept
+    /// messages go out, then the held ones the replay did not carry, then the live stream.
+    public func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false, since: String? = nil,
+                          answer: (Recovery?) -> Void = { _ in }) async throws(ProtocolError) {
         if presence {
             try ClientFrame.checkPresence(pattern, mode: mode, ref: id)
             guard runtime.presence != nil else { throw ProtocolError(.unavailable, "presence is off (presence.enabled = false)", ref: id) }
         }
+        if since != nil, mode != .live { throw ProtocolError(.badFrame, "since is for live subscriptions (an inbox keeps what it missed)", ref: id) }
         if let refusal = reserve(id: id, pattern: pattern, mode: mode, presence: presence) {
             if refusal.code == .rateLimited { runtime.metrics.limitHit(frontend, .subscriptions) }
             throw refusal
         }
+        let held = since.map { _ in HeldLiveDeliveries(session: self, maxBytes: runtime.limits.outboundBufferBytes) }
         do {
             switch mode {
             case .live:
-                try await runtime.hub.subscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id, receiver: self))
+                let receiver: any LiveReceiver = held ?? self
+                try await runtime.hub.subscribe(pattern, subscriber: LiveSubscriber(session: me, subscriptionID: id, receiver: receiver))
             case .inbox:
                 guard let inbox = try await ensureInbox(for: id) else { throw ProtocolError(.unavailable, "the connection ended", ref: id) }
                 try await inbox.bind(pattern)
@@ -236,6 +246,35 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             throw ProtocolError(.unavailable, "the connection ended while the subscription was set up", ref: id)
         }
         runtime.metrics.subscriptionAdded(mode)
+        guard let since, let held else { return answer(nil) }
+        let recovery: Recovery
+        do {
+            recovery = try await runtime.conversations?.recover(pattern: pattern, since: since, rules: rules) ?? Recovery(failure: .notStored)
+        } catch {
+            // `forbidden`: the subscription goes, as if it had been refused.
+            if let sub = state.withLockedValue({ $0.subscriptions.removeValue(forKey: id) }) { await remove(id: id, sub) }
+            throw ProtocolError(error.code, error.message, ref: id)
+        }
+        answer(recovery)
+        replay(recovery.messages, subscription: id, held: held)
+    }
+
+    /// Sends a recovery's messages, then the held live deliveries it did not carry, and lets
+    /// the live stream through.
+    private func replay(_ messages: [StoredMessage], subscription id: String, held: HeldLiveDeliveries) {
+        var replayed = Set<String>()
+        for message in messages where !hasEnded {
+            let frame = ByteBuffer(bytes: ServerFrame.message(sub: id, envelope: message.envelope.utf8, redelivered: false))
+            guard deliver(frame, inboxID: nil, route: message.route) else { break }
+            runtime.metrics.message(message.route, frontend, .out, bytes: frame.readableBytes)
+            replayed.insert(message.id)
+        }
+        let (sent, overflowed) = held.release(skipping: replayed)
+        for delivery in sent {
+            runtime.metrics.delivered(delivery.routeClass, frontend, count: 1, bytes: delivery.frame.readableBytes,
+                                      acceptedAtMilliseconds: delivery.acceptedAt)
+        }
+        if overflowed { slowConsumer(route: messages.last?.route) }
     }
 
     /// Marks a reserved subscription in effect; false when the session has ended, or the

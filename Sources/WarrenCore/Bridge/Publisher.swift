@@ -207,6 +207,16 @@ public final class Publisher: Sendable {
                               sent: envelopes.map { ($0.0.route, $0.1.count) }, via: via, started: ContinuousClock.now)
     }
 
+    /// Publishes a recovery's fence (``StoreFence``) to the store's queue `queue`, through the
+    /// default exchange, and waits for the broker's confirm: the fence is then queued behind
+    /// everything routed to that queue before.
+    public func publishFence(_ id: String, queue: String) async throws {
+        let properties = BasicProperties(deliveryMode: 1, messageID: id, type: StoreFence.messageType)
+        try await link.channel.startPublish(ByteBuffer(), exchange: "", routingKey: queue, mandatory: false, properties: properties,
+                                            timeout: .nanoseconds(Int64(confirmTimeout.components.seconds) * 1_000_000_000))
+            .futureResult.get()
+    }
+
     func finishInFlight(_ key: String, with ids: [String]?) {
         let waiters = inFlight.withLockedValue { $0.removeValue(forKey: key) } ?? []
         waiters.forEach { $0.resume(returning: ids) }

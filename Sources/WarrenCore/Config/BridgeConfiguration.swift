@@ -132,6 +132,7 @@ public struct BridgeConfiguration: Sendable {
     public var limits = BridgeLimits()
     public var poll = PollSettings()
     public var store = StoreSettings()
+    public var recover = RecoverySettings()
     public var presence = PresenceSettings()
     /// Serve the demo page at `/`.
     public var demo = true
@@ -406,11 +407,14 @@ public struct BridgeConfiguration: Sendable {
         config.store.maxPage = try source.int("store", "max_page", default: config.store.maxPage, range: 1...10_000)
         config.store.batchSize = try source.int("store", "batch_size", default: config.store.batchSize, range: 1...10_000)
 
+        config.recover.maxMessages = try source.int("recover", "max_messages", default: config.recover.maxMessages, range: 1...100_000)
+        config.recover.waitSeconds = try source.int("recover", "wait", default: config.recover.waitSeconds, range: 1...120)
+
         config.presence.enabled = try source.bool("presence", "enabled", default: config.presence.enabled)
         config.presence.timeoutSeconds = try source.int("presence", "timeout", default: config.presence.timeoutSeconds, range: 3...3600)
 
         let sections: Set<String> = ["amqp", "http", "log", "node", "auth", "acl", "route", "websocket",
-                                     "inbox", "limits", "poll", "store", "presence", "shutdown"]
+                                     "inbox", "limits", "poll", "store", "recover", "presence", "shutdown"]
         if let unknown = source.unknownKeys(knownSections: sections).first { throw unknown }
         if let unknown = source.unknownEnvironment(knownSections: sections).first { throw unknown }
         return config
@@ -462,6 +466,7 @@ extension BridgeConfiguration {
                   "patterns = \(list(store.patterns))", "skip_types = \(list(store.skipTypes))",
                   "uncounted_types = \(list(store.uncountedTypes))", "max_age = \(q(DurationText.text(store.maxAgeSeconds)))",
                   "max_page = \(store.maxPage)", "batch_size = \(store.batchSize)", ""]
+        lines += ["[recover]", "max_messages = \(recover.maxMessages)", "wait = \(recover.waitSeconds)", ""]
         lines += ["[presence]", "enabled = \(presence.enabled)", "timeout = \(presence.timeoutSeconds)", ""]
         lines += ["[shutdown]", "grace = \(shutdownGrace)", ""]
         lines += ["[log]", "level = \(q(log.level.rawValue))", "format = \(q(log.json ? "json" : "text"))", ""]

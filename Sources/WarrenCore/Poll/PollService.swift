@@ -103,10 +103,18 @@ public final class PollService: Sendable {
     ///
     /// `home`: the event loop of the connection asking, where the session's polls will be answered
     /// (``PollOutput/liveDeliveryLoop``).
+    ///
+    /// `since`: per subscription id, the message after which what it missed is recovered
+    /// (docs/protocol.md, "Recovery"); how each went is returned. Not part of the session
+    /// string: another node opening the session later starts from its first poll there.
     public func create(user: String, device: String, policy: AccessPolicy, subscriptions: [PollSubscription],
-                       home: (any EventLoop)? = nil) async throws(ProtocolError) -> (session: String, expiresIn: Int)
+                       since: [String: String] = [:], home: (any EventLoop)? = nil) async throws(ProtocolError)
+        -> (session: String, expiresIn: Int, recoveries: [String: Recovery])
     {
         _ = try validate(subscriptions, rules: policy.resolved(for: user))
+        for id in since.keys where !subscriptions.contains(where: { $0.id == id }) {
+            throw ProtocolError(.badFrame, "since names no subscription of the session", ref: id)
+        }
         let descriptor = PollSessionDescriptor(id: Self.randomID(), user: user, device: device, subscriptions: subscriptions)
         let token: String
         do { token = try await codec.encode(descriptor) } catch {
@@ -117,8 +125,9 @@ public final class PollService: Sendable {
                                 + "\(PollSessionCodec.maxTokenBytes) a poll's URL can carry: subscribe with fewer or shorter patterns "
                                 + "(one pattern such as #.\(user).# covers every conversation of the user's)", ref: nil)
         }
-        _ = try await open(descriptor, token: token, policy: policy, home: home)
-        return (token, settings.sessionTTL)
+        let recoveries = Recoveries()
+        _ = try await open(descriptor, token: token, policy: policy, home: home, since: since, recoveries: recoveries)
+        return (token, settings.sessionTTL, recoveries.all)
     }
 
     /// The cursor of no answer yet, which the `201` carries: a first poll that acks it says the
@@ -379,8 +388,8 @@ public final class PollService: Sendable {
     }
 
     /// Opens a session on this node: a ``ClientSession`` with every subscription in effect.
-    private func open(_ d: PollSessionDescriptor, token: String, policy: AccessPolicy, home: (any EventLoop)?)
-        async throws(ProtocolError) -> PollSession
+    private func open(_ d: PollSessionDescriptor, token: String, policy: AccessPolicy, home: (any EventLoop)?,
+                      since: [String: String] = [:], recoveries: Recoveries? = nil) async throws(ProtocolError) -> PollSession
     {
         if deleted.withLockedValue({ $0.tombstones[d.id] }) != nil { throw ProtocolError(.notFound, "no such session (deleted)", ref: nil) }
         let rules = policy.resolved(for: d.user)
@@ -404,7 +413,9 @@ public final class PollService: Sendable {
         let session = PollSession(descriptor: d, token: token, policy: policy, client: client, output: output, node: nodeID)
         do {
             for (id, pattern, mode, presence) in parsed {
-                try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence)
+                try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence, since: since[id]) { recovery in
+                    if let recovery { recoveries?.add(id, recovery) }
+                }
             }
         } catch {
             if session.markEnded() { users.closeConnection(d.user) }
@@ -485,6 +496,13 @@ public final class PollService: Sendable {
     }
 
     // MARK: plumbing
+
+    /// How each subscription's `since` went while a session was opened.
+    final class Recoveries: Sendable {
+        private let found = NIOLockedValueBox<[String: Recovery]>([:])
+        func add(_ id: String, _ recovery: Recovery) { found.withLockedValue { $0[id] = recovery } }
+        var all: [String: Recovery] { found.withLockedValue { $0 } }
+    }
 
     /// The subscriptions, parsed and checked against the user's rules.
     private func validate(_ subscriptions: [PollSubscription], rules: AccessRules)

@@ -1,7 +1,8 @@
 /// A frame from a WebSocket client (docs/protocol.md).
 public enum ClientFrame: Sendable, Equatable {
     /// `presence`: announce the user on the route (docs/protocol.md; live, concrete routes only).
-    case sub(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false)
+    /// `since`: recover what was missed after that message (docs/protocol.md, "Recovery").
+    case sub(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false, since: String? = nil)
     case unsub(id: String)
     case pub(PublishRequest)
     case ack(ids: [String])
@@ -43,7 +44,10 @@ public enum ClientFrame: Sendable, Equatable {
                 presence = b
             }
             if presence { try Self.checkPresence(pattern, mode: mode, ref: id) }
-            return .sub(id: id, pattern: pattern, mode: mode, presence: presence)
+            let since = try optionalString(json, "since", ref: id)
+            if let since, UUIDv7Generator.canonical(since) == nil { throw ProtocolError(.badFrame, "since must be a message id", ref: id) }
+            if since != nil, mode != .live { throw ProtocolError(.badFrame, "since is for live subscriptions", ref: id) }
+            return .sub(id: id, pattern: pattern, mode: mode, presence: presence, since: since)
         case "unsub":
             return .unsub(id: try requiredID(json, "id"))
         case "pub":

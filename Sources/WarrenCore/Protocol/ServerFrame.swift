@@ -3,7 +3,8 @@ public enum ServerFrame {
     /// How every `msg` frame begins (a poll answer's items are the rest of it after `{`).
     public static let messagePrefix: StaticString = "{\"op\":\"msg\","
 
-    public static func subscribed(id: String, pattern: String, mode: SubscriptionMode) -> [UInt8] {
+    /// `recovery`: how a `since` went (`recovered`, and `reason` when not); nil without one.
+    public static func subscribed(id: String, pattern: String, mode: SubscriptionMode, recovery: Recovery? = nil) -> [UInt8] {
         var w = JSONWriter(capacity: 96)
         w.raw("{\"op\":\"subscribed\",\"id\":")
         w.string(id)
@@ -11,6 +12,10 @@ public enum ServerFrame {
         w.string(pattern)
         w.raw(",\"mode\":")
         w.string(mode.rawValue)
+        if let recovery {
+            w.raw(recovery.recovered ? ",\"recovered\":true" : ",\"recovered\":false,\"reason\":")
+            if let reason = recovery.failure { w.string(reason.rawValue) }
+        }
         w.raw("}")
         return w.bytes
     }

@@ -12,14 +12,21 @@ public final class Conversations: Service, Sendable {
     public let store: any ConversationStore
     public let settings: StoreSettings
     public let metrics: StoreMetrics
+    /// Recovery on resubscribe (``recover(pattern:since:rules:)``).
+    public let recovery: RecoverySettings
+    /// What a recovery waits for before it reads (``StoreFence``).
+    public let fence: StoreFence
     let logger: Logger
     private let writer = NIOLockedValueBox<StoreWriter?>(nil)
 
-    public init(store: any ConversationStore, settings: StoreSettings, metrics: StoreMetrics, logger: Logger) {
+    public init(store: any ConversationStore, settings: StoreSettings, recovery: RecoverySettings = RecoverySettings(),
+                metrics: StoreMetrics, logger: Logger) {
         self.store = store
         self.settings = settings
+        self.recovery = recovery
         self.metrics = metrics
         self.logger = logger
+        self.fence = StoreFence(store: store, wait: .seconds(recovery.waitSeconds), logger: logger)
         metrics.up(true)
     }
 
@@ -109,7 +116,7 @@ public final class Conversations: Service, Sendable {
 
     /// A row from the database is copied into answers as it is: only if it is a JSON object
     /// (a row edited by hand, or damaged, is left out and logged, never sent half-formed).
-    private func isWellFormed(_ message: StoredMessage) -> Bool {
+    func isWellFormed(_ message: StoredMessage) -> Bool {
         if case .object? = try? JSONParser.parse(message.envelope.utf8) { return true }
         logger.warning("a stored message is not a JSON object; left out", metadata: ["id": "\(message.id)"])
         return false
@@ -117,7 +124,7 @@ public final class Conversations: Service, Sendable {
 
     /// Runs a client's request on the store: `unavailable` at once while the store is known not
     /// to answer, or when it does not answer within 5 s (never a request held until it is back).
-    private func ask<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws(ProtocolError) -> T {
+    func ask<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws(ProtocolError) -> T {
         guard metrics.isUp else { throw ProtocolError(.unavailable, "the conversation store does not answer", ref: nil) }
         do {
             return try await withDeadline(.seconds(5), operation)

@@ -10,7 +10,10 @@ import NIOCore
 /// unreachable, batches are retried with back-off and the queue holds everything else.
 public final class StoreWriter: AMQPDeliverySink, Sendable {
     struct Item: Sendable {
-        var message: StoredMessage
+        /// A message to keep, or nil for a fence.
+        var message: StoredMessage?
+        /// A recovery's fence (``StoreFence``), recorded with the batch.
+        var fence: String?
         var tag: DeliveryTag
         /// The channel that delivered it: a delivery is acked on its own channel (a tag means
         /// nothing on another, and the broker would close that one for an unknown tag).
@@ -30,6 +33,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     let channels: any ChannelSource
     let exchange: String
     let metrics: StoreMetrics
+    /// Told of the fences this writer records.
+    let fence: StoreFence?
     let logger: Logger
     let ids = UUIDv7Generator()
     /// `store.patterns`, parsed; nil when `#` is among them (every route is kept).
@@ -47,8 +52,10 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
     /// when the broker has closed it (nil: never replaced).
     public init(store: any ConversationStore, settings: StoreSettings, channel: any BrokerChannel,
                 reopen: (@Sendable () async throws -> any BrokerChannel)? = nil, channels: any ChannelSource,
-                exchange: String, metrics: StoreMetrics, sizeGuard: EnvelopeSizeGuard = .unlimited(), logger: Logger) {
+                exchange: String, metrics: StoreMetrics, sizeGuard: EnvelopeSizeGuard = .unlimited(), fence: StoreFence? = nil,
+                logger: Logger) {
         self.sizeGuard = sizeGuard
+        self.fence = fence
         self.store = store
         self.settings = settings
         self.channel = ReplaceableChannel(channel, open: reopen)
@@ -78,14 +85,18 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
         consumer.withLockedValue { $0.tag = tag }
     }
 
-    /// Declares `warren.store` as a `store.queue_type` queue. It used to be classic whatever
+    /// Declares `warren.store` as a `store.queue_type` queue with a single active consumer. It used to be classic whatever
     /// `amqp.url` listed: on a cluster it lived on one broker node, and what was published while
     /// that node was down was acknowledged to the client and never stored (the cluster soak:
     /// 6,548 of 21,190). A queue already there with other arguments (classic, declared by an
     /// earlier Warren) is refused with a 406: it is used as it is (a passive declare), and the
     /// node says why that matters; naming a new `store.queue` moves the store to a new one.
     private func declareQueue() async throws -> QueueDeclareOk {
-        let (queue, arguments): (String, FieldTable) = (settings.queue, QueueArguments.typed(settings.queueType))
+        var arguments = QueueArguments.typed(settings.queueType)
+        // One node writes at a time, in queue order (the others stand by and take over when it
+        // goes): a recovery's fence then stands behind everything ahead of it (``StoreFence``).
+        arguments["x-single-active-consumer"] = .bool(true)
+        let queue = settings.queue
         do {
             return try await channels.administering(queue: queue) {
                 try await $0.queueDeclare(queue, durable: true, exclusive: false, autoDelete: false, passive: false,
@@ -99,7 +110,8 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             let text = "the store's queue was declared with other arguments and is used as it is"
                 + (settings.queueType == "quorum" ? ": if it is a classic queue, what is published while its broker node is down is not stored; "
                    + "if it is a quorum queue declared before Warren set its delivery limit, RabbitMQ 4 drops a message returned to it 20 times; " : "; ")
-                + "to have a \(settings.queueType) queue, set store.queue to a new name (the old queue is unbound; delete it once it is empty)"
+                + "without a single active consumer, a recovery on resubscribe may miss a message written by another node at its seam; "
+                + "to have a \(settings.queueType) queue with one active writer, set store.queue to a new name (the old queue is unbound; delete it once it is empty)"
             logger.warning("\(text)", metadata: ["queue": "\(queue)", "broker": "\(reason.replyText)"])
             return declared
         }
@@ -210,6 +222,12 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             channel.nack(delivery.deliveryTag, multiple: false, requeue: true)
             return
         }
+        if let id = Self.fence(delivery) {
+            if let batch = batcher.withLockedValue({ $0.received(Item(fence: id, tag: delivery.deliveryTag, channel: channel)) }) {
+                write(batch)
+            }
+            return
+        }
         guard keeps(routingKey: delivery.routingKey), let (message, own) = Self.storedMessage(delivery, settings: settings, ids: ids),
               sizeGuard.admits(message.envelope.utf8.count, own: own, of: delivery, path: "store", metrics: nil) else {
             channel.ack(delivery.deliveryTag, multiple: false)
@@ -238,10 +256,11 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             do {
                 // Bounded: a database that went away must not hold the batch (and the health) forever.
                 // A write that commits after the deadline is written again: rows are keyed by id.
-                let messages = batch.map(\.message)
-                try await withDeadline(.seconds(15)) { [store] in try await store.write(messages) }
+                let messages = batch.compactMap(\.message), fences = batch.compactMap(\.fence)
+                try await withDeadline(.seconds(15)) { [store] in try await store.write(messages, fences: fences) }
+                fence?.recorded(fences)
                 let elapsed = ContinuousClock.now - started
-                metrics.batchWritten(count: batch.count, nanoseconds: elapsed.components.seconds * 1_000_000_000
+                metrics.batchWritten(count: messages.count, nanoseconds: elapsed.components.seconds * 1_000_000_000
                                      + elapsed.components.attoseconds / 1_000_000_000)
                 metrics.up(true)
                 failures.withLockedValue { $0 = 0 }
@@ -255,10 +274,12 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
                 // Not an outage: written again as it is, the batch would be refused for ever and
                 // nothing after it kept. One message at a time, the one refused on its own is
                 // given up, loudly; everything else is kept.
-                if let message = batch.first?.message, batch.count == 1 {
-                    metrics.refused()
-                    logger.error("the conversation store refused a message; it is not kept",
-                                 metadata: ["id": "\(message.id)", "route": "\(message.route)", "error": "\(refusal)"])
+                if batch.count == 1 {
+                    if let message = batch.first?.message {
+                        metrics.refused()
+                        logger.error("the conversation store refused a message; it is not kept",
+                                     metadata: ["id": "\(message.id)", "route": "\(message.route)", "error": "\(refusal)"])
+                    }
                     for (channel, tag) in Self.newestTags(batch) { channel.ack(tag, multiple: true) }
                 }
                 if let next = batcher.withLockedValue({ $0.refused(batch) }) { write(next) }
@@ -291,6 +312,14 @@ public final class StoreWriter: AMQPDeliverySink, Sendable {
             }
         }
         return newest
+    }
+
+    /// The id of a recovery's fence (``StoreFence``): a message of Warren's own type published
+    /// to the store's queue through the default exchange; nil for anything else.
+    static func fence(_ delivery: AMQPMessage) -> String? {
+        guard delivery.exchange.isEmpty, delivery.properties.type == StoreFence.messageType,
+              let id = delivery.properties.messageID else { return nil }
+        return UUIDv7Generator.canonical(id)
     }
 
     /// What is kept of a delivery, or nil when it is not kept (transient, or a skipped type; the

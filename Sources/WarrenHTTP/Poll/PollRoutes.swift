@@ -54,6 +54,7 @@ struct PollRoutes: Sendable {
             throw ProtocolError(.badFrame, "subscriptions must be a list", ref: nil)
         }
         var subscriptions: [PollSubscription] = []
+        var since: [String: String] = [:]
         for item in list {
             guard let pattern = item["pattern"]?.stringValue else { throw ProtocolError(.badFrame, "each subscription needs a pattern", ref: nil) }
             let id = item["id"]?.stringValue ?? pattern
@@ -63,6 +64,12 @@ struct PollRoutes: Sendable {
                 presence = b ? true : nil
             }
             subscriptions.append(PollSubscription(id: id, pattern: pattern, mode: item["mode"]?.stringValue ?? "live", presence: presence))
+            if let value = item["since"], value != .null {
+                guard let text = value.stringValue, UUIDv7Generator.canonical(text) != nil else {
+                    throw ProtocolError(.badFrame, "since must be a message id", ref: id)
+                }
+                since[id] = text
+            }
         }
         var device = identity.device
         if let d = json["device"]?.stringValue {
@@ -70,8 +77,8 @@ struct PollRoutes: Sendable {
             device = d
         }
         let polls = try service()
-        let (session, expiresIn) = try await polls.create(user: identity.user, device: device, policy: identity.policy,
-                                                          subscriptions: subscriptions, home: home)
+        let (session, expiresIn, recoveries) = try await polls.create(user: identity.user, device: device, policy: identity.policy,
+                                                                      subscriptions: subscriptions, since: since, home: home)
         var w = JSONWriter()
         w.raw("{\"session\":")
         w.string(session)
@@ -79,6 +86,20 @@ struct PollRoutes: Sendable {
         w.int(Int64(expiresIn))
         w.raw(",\"cursor\":")
         w.string(polls.firstCursor)
+        if !recoveries.isEmpty {
+            // How each `since` went, as a WebSocket's `subscribed` says it.
+            w.raw(",\"recovered\":{")
+            for (n, (id, recovery)) in recoveries.sorted(by: { $0.key < $1.key }).enumerated() {
+                if n > 0 { w.raw(",") }
+                w.string(id)
+                w.raw(recovery.recovered ? ":{\"recovered\":true}" : ":{\"recovered\":false,\"reason\":")
+                if let reason = recovery.failure {
+                    w.string(reason.rawValue)
+                    w.raw("}")
+                }
+            }
+            w.raw("}")
+        }
         w.raw("}")
         return w.bytes
     }

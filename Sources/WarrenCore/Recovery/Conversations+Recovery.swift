@@ -1,0 +1,71 @@
+extension Conversations {
+    /// The kept messages `pattern` matches that came after the message `since`, oldest first
+    /// (docs/protocol.md, "Recovery"), for a subscription whose live binding is in place: it
+    /// first waits for a ``StoreFence``, so that everything routed before the binding is in
+    /// the store when it is read. Not everything (``Recovery/failure``) when `since` places
+    /// nothing, is past `store.max_age`, the pattern is not kept, the store does not answer, or
+    /// more than `recover.max_messages` came (the newest are returned). `since` needs the
+    /// rights history needs: naming a message of a route the user may not read is `forbidden`.
+    public func recover(pattern: TopicPattern, since text: String, rules: AccessRules) async throws(ProtocolError) -> Recovery {
+        guard let since = UUIDv7Generator.canonical(text) else { throw ProtocolError(.badFrame, "since must be a message id", ref: nil) }
+        let recovery = try await find(pattern: pattern, since: since, rules: rules)
+        metrics.recovered(recovery)
+        return recovery
+    }
+
+    private func find(pattern: TopicPattern, since: String, rules: AccessRules) async throws(ProtocolError) -> Recovery {
+        guard settings.patterns.contains(where: { (try? TopicPattern($0)).map(pattern.isContained(in:)) ?? false }) else {
+            return Recovery(failure: .notStored)
+        }
+        guard metrics.isUp, await fence.pass() else { return Recovery(failure: .storeUnavailable) }
+        let found: (sortKey: String, route: String)?
+        do { found = try await ask { [store] in try await store.position(of: since) } } catch {
+            return Recovery(failure: .storeUnavailable, queries: 1)
+        }
+        let after: String
+        if let found {
+            guard let route = try? TopicPattern(found.route), rules.canSubscribe(route) else {
+                throw ProtocolError(.forbidden, "since names a message of a route you may not read", ref: nil)
+            }
+            after = found.sortKey
+        } else {
+            // Not kept (a type the store skips, say) but placed by its time: what came after
+            // is kept, unless that time is older than anything the store keeps.
+            let now = WallClock.milliseconds()
+            guard let time = SortKey.time(of: since, now: now), let placed = SortKey.placing(id: since, now: now) else {
+                return Recovery(failure: .unknownID, queries: 1)
+            }
+            guard time >= now - Int64(settings.maxAgeSeconds) * 1000 else { return Recovery(failure: .retention, queries: 1) }
+            after = placed
+        }
+        return await scan(pattern: pattern, after: after)
+    }
+
+    /// Reads newest first, down to `after`, until more than `recover.max_messages` match.
+    private func scan(pattern: TopicPattern, after: String) async -> Recovery {
+        let filter = RouteFilter(pattern)
+        let max = recovery.maxMessages
+        let page = filter == .route(pattern.value) ? max + 1 : 500
+        var found: [StoredMessage] = []
+        var below: String?
+        var scanned = 0
+        var queries = 1
+        while true {
+            let rows: [StoredMessage]
+            do {
+                rows = try await ask { [store, below] in try await store.messages(after: after, below: below, routes: filter, limit: page) }
+            } catch {
+                return Recovery(failure: .storeUnavailable, queries: queries + 1)
+            }
+            queries += 1
+            scanned += rows.count
+            for row in rows where pattern.matches(validKey: row.route) && isWellFormed(row) {
+                found.append(row)
+                if found.count > max { return Recovery(messages: found.prefix(max).reversed(), failure: .tooMany, queries: queries) }
+            }
+            if rows.count < page { return Recovery(messages: found.reversed(), queries: queries) }
+            if scanned >= recovery.maxScannedRows { return Recovery(messages: found.reversed(), failure: .tooMany, queries: queries) }
+            below = rows.last?.sortKey
+        }
+    }
+}
