@@ -28,6 +28,8 @@ package enum HTTPFrontend {
         let inside: HostAndPort? = configuration.http.internalListen.isEmpty ? nil : HostAndPort(configuration.http.internalListen)
         let address = HostAndPort(configuration.http.listen)!
         let webSockets = WebSocketDoor(configuration: configuration, link: link, authenticator: authenticator, sockets: sockets, logger: logger)
+        let eventStreams = EventStreamDoor(link: link, authenticator: authenticator, sockets: sockets,
+                                           heartbeatSeconds: configuration.http.sseHeartbeat, logger: logger)
         let settings = HTTPConnectionStateMachine.Settings(headTimeout: .seconds(Int64(configuration.http.headTimeout)),
                                                             idleTimeout: .seconds(Int64(configuration.http.idleTimeout)),
                                                             maxBody: configuration.http.maxBody)
@@ -40,8 +42,8 @@ package enum HTTPFrontend {
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))))
         }
         let edge = EdgeContext(polls: polls, router: RouterEndpoint(responder: router.buildResponder(), logger: logger), cors: cors,
-                               webSockets: webSockets, authenticator: authenticator, settings: settings, budget: budget,
-                               metrics: link.metrics)
+                               webSockets: webSockets, eventStreams: eventStreams, authenticator: authenticator, settings: settings,
+                               budget: budget, metrics: link.metrics)
         let listener = HTTPListener(host: address.host, port: address.port, tls: tls, backlog: configuration.http.backlog, edge: edge,
                                     group: MultiThreadedEventLoopGroup.singleton, logger: logger,
                                     maxPendingOutput: configuration.http.maxPendingOutput)
@@ -109,7 +111,7 @@ package enum HTTPFrontend {
                 return errorResponse(503, .unavailable, "not accepting connections")
             }
             if let users = link.runtime?.users, users.isAtConnectionLimit(context.identity.user) {
-                return errorResponse(429, .rateLimited, "at most \(users.maxConnections) connections (WebSockets and poll sessions) per user on this node")
+                return errorResponse(429, .rateLimited, "at most \(users.maxConnections) connections (WebSockets, event streams and poll sessions) per user on this node")
             }
             var response = errorResponse(426, .badFrame, "this endpoint speaks WebSocket: send an Upgrade request")
             response.headers[.secWebSocketVersion] = "13"

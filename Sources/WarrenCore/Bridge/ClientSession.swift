@@ -13,6 +13,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     let runtime: BridgeRuntime
     let output: any SessionOutput
     let via: Via
+    /// The door, for metrics and limit counts.
+    let frontend: Frontend
     let logger: Logger
 
     struct Subscription: Sendable {
@@ -37,8 +39,10 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
 
     private let state = NIOLockedValueBox(State())
 
+    /// `frontend`: the door it is counted under, when not the one `via` names (an SSE stream's).
     public init(runtime: BridgeRuntime, user: String, device: String, rules: AccessRules, output: any SessionOutput,
-                via: Via = .ws, logger: Logger) {
+                via: Via = .ws, frontend: Frontend? = nil, logger: Logger) {
+        self.frontend = frontend ?? Frontend(clientDoor: via)
         self.runtime = runtime
         self.user = user
         self.device = device
@@ -49,8 +53,6 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     }
 
     private var me: ObjectIdentifier { ObjectIdentifier(self) }
-    /// The door, for metrics and limit counts.
-    var frontend: Frontend { Frontend(clientDoor: via) }
 
     /// A client frame that needs waiting for (the broker, the store) before it is answered:
     /// handed back by ``receive(_:)`` to be finished by ``complete(_:)``.

@@ -54,6 +54,9 @@ public struct BridgeConfiguration: Sendable {
         public var maxBodyBytesInFlight: Int = 64 << 20
         /// What serves the public listener's connections without TLS.
         public var pollDoor: PollDoor = .standard
+        /// Seconds between the comments that keep an idle event stream (`GET /v1/sse`) open
+        /// through proxies.
+        public var sseHeartbeat: Int = 15
         /// Connections the kernel queues for accepting (capped by `net.core.somaxconn`).
         public var backlog: Int = 4096
         /// PEM certificate chain and key: when both are set, Warren serves HTTPS and WSS itself.
@@ -238,6 +241,7 @@ public struct BridgeConfiguration: Sendable {
         guard let pollDoor = PollDoor(rawValue: door) else { throw source.error("http", "poll_door", "must be nio or epoll") }
         config.http.pollDoor = pollDoor
         config.http.backlog = try source.int("http", "backlog", default: config.http.backlog, range: 1...65_535)
+        config.http.sseHeartbeat = try source.int("http", "sse_heartbeat", default: config.http.sseHeartbeat, range: 1...300)
         config.http.idleTimeout = try source.int("http", "idle_timeout", default: config.http.idleTimeout, range: 1...3600)
         for key in ["tls_cert_file", "tls_key_file"] {
             let path = try source.string("http", key, default: "")
@@ -439,7 +443,7 @@ extension BridgeConfiguration {
         lines += ["[http]", "listen = \(q(http.listen))", "internal_listen = \(q(http.internalListen))", "demo = \(demo)", "cors_origin = \(poll.corsOrigins.count <= 1 ? q(poll.corsOrigins.first ?? "") : list(poll.corsOrigins))",
                   "head_timeout = \(http.headTimeout)", "idle_timeout = \(http.idleTimeout)", "backlog = \(http.backlog)",
                   "max_pending_output = \(http.maxPendingOutput)", "max_body = \(http.maxBody)",
-                  "max_body_bytes_in_flight = \(http.maxBodyBytesInFlight)", "poll_door = \(q(http.pollDoor.rawValue))",
+                  "max_body_bytes_in_flight = \(http.maxBodyBytesInFlight)", "poll_door = \(q(http.pollDoor.rawValue))", "sse_heartbeat = \(http.sseHeartbeat)",
                   "tls_cert_file = \(q(http.tlsCertificateFile ?? ""))", "tls_key_file = \(q(http.tlsKeyFile ?? ""))", ""]
         lines += ["[auth]", "mode = \(q(auth.mode.rawValue))", "algorithm = \(q(auth.algorithm.rawValue))",
                   "secret = \(q(auth.secret.isEmpty ? "" : "***"))",

@@ -400,7 +400,7 @@ public final class PollService: Sendable {
         let users = runtime.users
         guard users.openConnection(d.user) else {
             runtime.metrics.limitHit(.poll, .connections)
-            throw ProtocolError(.rateLimited, "at most \(users.maxConnections) connections (WebSockets and poll sessions) per user on this node",
+            throw ProtocolError(.rateLimited, "at most \(users.maxConnections) connections (WebSockets, event streams and poll sessions) per user on this node",
                                 ref: nil)
         }
         let metrics = runtime.metrics

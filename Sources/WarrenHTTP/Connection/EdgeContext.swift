@@ -13,13 +13,16 @@ package final class EdgeContext: Sendable {
     let cors: CORSPolicy?
     /// WebSocket handshakes are admitted and their connections set up here.
     let webSockets: WebSocketDoor?
+    /// Event streams (`GET /v1/sse`) likewise.
+    let eventStreams: EventStreamDoor?
     let settings: HTTPConnectionStateMachine.Settings
     /// Request body bytes held by every connection of the process (`http.max_body_bytes_in_flight`).
     let budget: BodyBudget
 
-    init(polls: PollRoutes?, router: RouterEndpoint, cors: CORSPolicy?, webSockets: WebSocketDoor?, authenticator: Authenticator,
-         settings: HTTPConnectionStateMachine.Settings, budget: BodyBudget, metrics: WarrenMetrics)
+    init(polls: PollRoutes?, router: RouterEndpoint, cors: CORSPolicy?, webSockets: WebSocketDoor?, eventStreams: EventStreamDoor? = nil,
+         authenticator: Authenticator, settings: HTTPConnectionStateMachine.Settings, budget: BodyBudget, metrics: WarrenMetrics)
     {
+        self.eventStreams = eventStreams
         self.polls = polls
         self.router = router
         self.cors = cors

@@ -7,6 +7,8 @@ enum Endpoint: Equatable {
     case create
     /// `POST /v1/messages`.
     case publish
+    /// `GET /v1/sse`: an event stream.
+    case eventStream
     case router
 
     init(_ head: RawRequestHead) {
@@ -16,6 +18,7 @@ enum Endpoint: Equatable {
             let end = ByteSearch.index(of: UInt8(ascii: "?"), in: path, from: 0) ?? path.count
             let p = UnsafeBufferPointer(rebasing: path[..<end])
             if ByteSearch.equals(p[...], "/v1/messages") { return head.method == .post ? .publish : .router }
+            if ByteSearch.equals(p[...], "/v1/sse") { return head.method == .get ? .eventStream : .router }
             guard ByteSearch.hasPrefix(p, "/v1/poll") else { return .router }
             if p.count == 8 { return head.method == .post ? .create : .router }
             guard head.method == .get, p[8] == UInt8(ascii: "/"), p.count > 9,

@@ -179,6 +179,7 @@ package final class HTTPConnection<IO: HTTPConnectionIO> {
             case .poll(let session): serve(head, session: Self.slice(head.target, session), prepared: false)
             case .create: create(head, body: request.body)
             case .publish: publish(head, body: request.body)
+            case .eventStream: eventStream(head, request)
             case .router: route(head, request)
             }
         }
@@ -430,13 +431,13 @@ package final class HTTPConnection<IO: HTTPConnectionIO> {
         }
         guard io.channel != nil else { return handOn(request, head: head) }
         let query = Query(target: head.target)
-        if let now = door.admitNow(query: query, authorization: head.authorization) {
+        if let now = door.admission.admitNow(query: query, authorization: head.authorization) {
             return upgraded(head, now, door: door)
         }
         let loop = io.loop
         let bound = NIOLoopBound(self, eventLoop: loop)
         Task {
-            let admission = await door.admit(query: query, authorization: head.authorization)
+            let admission = await door.admission.admit(query: query, authorization: head.authorization)
             loop.execute {
                 bound.value.upgraded(head, admission, door: door)
             }
@@ -445,20 +446,66 @@ package final class HTTPConnection<IO: HTTPConnectionIO> {
 
     /// Answers the handshake; an admitted connection's pipeline becomes a WebSocket's (what
     /// the client sent after the handshake goes on to it) and this connection is done.
-    private func upgraded(_ head: RawRequestHead, _ admission: Result<WebSocketDoor.Admitted, WebSocketDoor.Refusal>, door: WebSocketDoor) {
+    private func upgraded(_ head: RawRequestHead, _ admission: Result<ConnectionAdmission.Admitted, ConnectionAdmission.Refusal>, door: WebSocketDoor) {
         switch admission {
         case .failure(let refusal):
             machine.closeAfterAnswer()
             answer(status: refusal.status, body: ByteBuffer(bytes: RouteSupport.errorBody(refusal.code, refusal.message)))
         case .success(let admitted):
-            guard current != nil, io.isActive, let key = head.webSocket?.key else { return door.release(admitted) }
+            guard current != nil, io.isActive, let key = head.webSocket?.key else { return door.admission.release(admitted) }
             current = nil
             io.write(WebSocketHandshake.switchingProtocols(key: key))
             let forward = machine.takeOver()
             detached()
             if !io.upgrade(installing: { try door.install(admitted, on: $0) }, forward: forward) {
-                door.release(admitted)
+                door.admission.release(admitted)
                 io.close()
+            }
+        }
+    }
+
+    // MARK: event streams
+
+    /// `GET /v1/sse`: admitted (at once when the identity is known, else once the token is
+    /// verified in a short-lived task), its patterns checked, then answered `200` and the
+    /// connection made a stream's (``EventStreamDoor``); or refused with an HTTP error.
+    private func eventStream(_ head: RawRequestHead, _ request: Request) {
+        guard let door = edge.eventStreams else { return route(head, request) }
+        guard io.channel != nil else { return handOn(request, head: head) }
+        let query = Query(target: head.target)
+        if let now = door.admission.admitNow(query: query, authorization: head.authorization) {
+            return streamed(head, query, now, door: door)
+        }
+        let loop = io.loop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        Task {
+            let admission = await door.admission.admit(query: query, authorization: head.authorization)
+            loop.execute { bound.value.streamed(head, query, admission, door: door) }
+        }
+    }
+
+    private func streamed(_ head: RawRequestHead, _ query: Query, _ admission: Result<ConnectionAdmission.Admitted, ConnectionAdmission.Refusal>,
+                          door: EventStreamDoor) {
+        switch admission {
+        case .failure(let refusal):
+            answer(status: refusal.status, body: ByteBuffer(bytes: RouteSupport.errorBody(refusal.code, refusal.message)))
+        case .success(let admitted):
+            guard current != nil, io.isActive else { return door.admission.release(admitted) }
+            switch EventStreamDoor.ask(query: query, lastEventID: head.lastEventID, rules: admitted.identity.rules,
+                                       maxSubscriptions: admitted.runtime.limits.maxSubscriptions) {
+            case .failure(let error):
+                door.admission.release(admitted)
+                fail(error)
+            case .success(let ask):
+                let cors = current?.cors
+                current = nil
+                io.write(EventStreamDoor.head(extra: cors))
+                let forward = machine.takeOver()
+                detached()
+                if !io.upgrade(installing: { try door.install(admitted, ask: ask, on: $0) }, forward: forward) {
+                    door.admission.release(admitted)
+                    io.close()
+                }
             }
         }
     }

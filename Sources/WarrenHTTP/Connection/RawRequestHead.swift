@@ -50,6 +50,8 @@ struct RawRequestHead: Equatable, Sendable {
     var authorization: String?
     /// The `Origin` field's value (a browser's cross-origin or POST request).
     var origin: String?
+    /// The `Last-Event-ID` field's value (an `EventSource` reconnecting).
+    var lastEventID: String?
     var contentLength = 0
     /// `Transfer-Encoding: chunked`: the body's length is in its chunks.
     var chunked = false
@@ -160,6 +162,8 @@ struct RawRequestHead: Equatable, Sendable {
                 // Two credentials: which one would count is not for a server to guess.
                 guard head.authorization == nil else { return .refused(.repeated("Authorization")) }
                 head.authorization = string(value)
+            case 13 where equalsLowercase(name, "last-event-id"):
+                if head.lastEventID == nil { head.lastEventID = string(value) }
             case 14 where equalsLowercase(name, "content-length"):
                 // Digits only, spaces around them (NIO's parser refuses a tab there, so this does too).
                 guard !sawLength else { return .refused(.repeated("Content-Length")) }

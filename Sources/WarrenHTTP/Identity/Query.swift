@@ -14,19 +14,23 @@ struct Query {
             pairs.first { $0.name == name }?.value
         }
 
+        /// Every value of a name given more than once (`pattern=a&pattern=b`), in order.
+        func all(_ name: String) -> [String] { pairs.filter { $0.name == name }.map(\.value) }
+
         var count: Int { pairs.count }
         var isEmpty: Bool { pairs.isEmpty }
 
         /// Room for `n` items, so the usual few take one allocation.
         mutating func reserve(_ n: Int) { pairs.reserveCapacity(n) }
 
-        /// Names kept per query: Warren reads fewer than ten; past this many the rest are
-        /// ignored, so a hostile target of thousands of distinct names costs no quadratic scan.
+        /// Items kept per query: Warren reads fewer than ten names (an event stream's repeated
+        /// `pattern` aside); past this many the rest are ignored, so a hostile target of
+        /// thousands of items costs no quadratic scan.
         static let limit = 32
 
-        /// Adds `value` unless `name` is already there (or `limit` names are).
+        /// Adds `value` unless `limit` items are there (the first of a name is the one read).
         mutating func add(_ name: String, _ value: String) {
-            if pairs.count < Self.limit, self[name] == nil { pairs.append((name, value)) }
+            if pairs.count < Self.limit { pairs.append((name, value)) }
         }
     }
 
