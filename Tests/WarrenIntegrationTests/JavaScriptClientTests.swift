@@ -69,10 +69,20 @@ struct JavaScriptClientTests {
     }
 
     private func run(browser: String?) async throws {
-        // Token mode with no leeway: the 4401 case's token expires two seconds in.
+        // Token mode with no leeway: the 4401 case's token expires two seconds in. The store on
+        // (its own file and queue): live subscriptions recover through it.
+        let (store, remove) = try await StoreTests.makeDatabase(.sqlite)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
         let warren = try await WarrenInstance.start(["WARREN_AUTH_MODE": "token", "WARREN_AUTH_SECRET": Self.secret,
-                                                     "WARREN_AUTH_LEEWAY": "0"])
-        defer { warren.process.terminate() }
+                                                     "WARREN_AUTH_LEEWAY": "0", "WARREN_STORE_ENABLED": "true",
+                                                     "WARREN_STORE_URL": store, "WARREN_STORE_QUEUE": queue])
+        defer {
+            warren.process.terminate()
+            Task {
+                await remove()
+                try? await StoreTests.deleteQueue(queue)
+            }
+        }
         var arguments = ["node", "--experimental-websocket", "clients/js/test/run.mjs",
                          "--warren", "http://127.0.0.1:\(warren.port)", "--secret", Self.secret]
         if let browser { arguments += ["--browser", browser] }

@@ -37,8 +37,12 @@ export interface ConnectOptions {
   device?: string;
   /** Asked for a fresh token when Warren closes with 4401 or answers 401. */
   getToken?: () => Promise<string> | string;
-  /** Default ["websocket", "polling"]: the WebSocket, long-polling when it cannot open. */
-  transports?: Array<"websocket" | "polling">;
+  /**
+   * Default ["websocket", "polling"]: the WebSocket, long-polling when it cannot open. "sse"
+   * reads live subscriptions (without presence) from a Server-Sent Events stream where the
+   * WebSocket cannot open (before polling, which takes over for an inbox or presence).
+   */
+  transports?: Array<"websocket" | "sse" | "polling">;
   /** A WebSocket implementation where there is no global one. */
   WebSocket?: unknown;
   fetch?: typeof fetch;
@@ -66,6 +70,8 @@ export interface SubscribeOptions {
   presence?: boolean;
   /** The subscription's id (default s1, s2, …). */
   id?: string;
+  /** A live subscription starts with what came after this envelope id (recovery from the store). */
+  since?: string;
 }
 
 export interface DeliveryInfo {
@@ -81,6 +87,8 @@ export interface Subscription {
   readonly id: string;
   readonly pattern: string;
   readonly mode: "live" | "inbox";
+  /** A live subscription's last envelope id (or where it started): what it resubscribes `since`. */
+  readonly lastId: string | null;
   /** Resolves once the subscription is in effect; rejects with Warren's error (forbidden, bad_route, …). */
   readonly ready: Promise<Subscription>;
   unsubscribe(): void;
@@ -121,9 +129,13 @@ export type State = "connecting" | "open" | "closed";
 export class WarrenClient {
   constructor(options?: ConnectOptions);
   readonly state: State;
-  readonly transport: "websocket" | "polling" | null;
+  readonly transport: "websocket" | "sse" | "polling" | null;
   on(event: "state", fn: (state: State, detail?: { retryInMs: number }) => void): () => void;
-  on(event: "transport", fn: (transport: "websocket" | "polling") => void): () => void;
+  on(event: "transport", fn: (transport: "websocket" | "sse" | "polling") => void): () => void;
+  /** A live subscription came back with everything it missed while away, delivered in order. */
+  on(event: "recovered", fn: (sub: Subscription) => void): () => void;
+  /** A live subscription came back but may have missed messages (`too_many`, `retention`, …): reload its history. */
+  on(event: "reload", fn: (sub: Subscription, reason: "unknown_id" | "retention" | "not_stored" | "store_unavailable" | "too_many") => void): () => void;
   on(event: "error", fn: (error: WarrenError) => void): () => void;
   subscribe(pattern: string, handler: Handler): SubscribePromise;
   subscribe(pattern: string, options: SubscribeOptions, handler: Handler): SubscribePromise;
@@ -140,3 +152,6 @@ export class WarrenClient {
 }
 
 export function connect(options?: ConnectOptions): WarrenClient;
+
+/** Whether a topic pattern (`*` one word, `#` zero or more) matches a route, as RabbitMQ's topic exchange does. */
+export function patternMatches(pattern: string, route: string): boolean;

@@ -11,8 +11,11 @@
 // resubscribes; acknowledges inbox deliveries once the handler returned (or its promise
 // resolved); keeps every publish until Warren acknowledged it, resending it with the same
 // `cid` after a reconnect (Warren publishes a repeated cid once); asks `getToken` for a new
-// token on 4401 or a 401; stops on 1008; falls back to HTTP long-polling when the WebSocket
-// cannot open, and moves back once it can.
+// token on 4401 or a 401; stops on 1008; falls back to Server-Sent Events (when asked for)
+// or HTTP long-polling when the WebSocket cannot open, and moves back once it can; and
+// recovers what a live subscription missed across any reconnect or move: it remembers the
+// last envelope id each one got and subscribes again with `since` (the `recovered` and
+// `reload` events say how that went).
 
 /** An error Warren answered (its `code`, docs/protocol.md), or one of the client's own: `closed`, `timeout`, `bad_response` (a frame that is not Warren's). */
 export class WarrenError extends Error {
@@ -55,10 +58,23 @@ class RecentIds {
   }
 }
 
+/** Whether a topic pattern (`*` one word, `#` zero or more) matches a route, as RabbitMQ's topic exchange does. */
+export function patternMatches(pattern, route) {
+  const p = pattern.split("."), r = route.split(".");
+  const at = (i, j) => {
+    if (i === p.length) return j === r.length;
+    if (p[i] === "#") { for (let k = j; k <= r.length; k++) if (at(i + 1, k)) return true; return false; }
+    return j < r.length && (p[i] === "*" || p[i] === r[j]) && at(i + 1, j + 1);
+  };
+  return at(0, 0);
+}
+
 /** One subscription: `ready` resolves once Warren answered `subscribed` (or the poll session holds it). */
 class Subscription {
-  constructor(client, id, pattern, mode, presence, handler) {
+  constructor(client, id, pattern, mode, presence, handler, since) {
     this.client = client;
+    // The last envelope a live subscription got: what it resubscribes `since`.
+    this.lastId = since || null;
     this.id = id;
     this.pattern = pattern;
     this.mode = mode;
@@ -80,6 +96,7 @@ class Subscription {
   frame() {
     const f = { op: "sub", id: this.id, pattern: this.pattern, mode: this.mode };
     if (this.presence) f.presence = true;
+    if (this.mode === "live" && this.lastId) f.since = this.lastId;
     return f;
   }
 }
@@ -89,7 +106,8 @@ export class WarrenClient {
    * @param {object} options `url` (http(s) base, default the page's origin), `token` or `user`,
    *   `device` (the inbox; connections sharing one share its messages, each going to one of
    *   them), `getToken` (async, called for a fresh token on 4401 / 401), `transports`
-   *   (default `["websocket", "polling"]`), `WebSocket`, `fetch`, `wsUrl` (the WebSocket
+   *   (default `["websocket", "polling"]`; "sse" reads live subscriptions from an event stream
+   *   where the WebSocket cannot open, before polling), `WebSocket`, `fetch`, `wsUrl` (the WebSocket
    *   endpoint when it is not `<url>/v1/ws`), `backoff` ({initial, max} ms), `pollWait` (s),
    *   `retryWebSocketMs` (how often a polling client tries the WebSocket again), `heartbeatMs`
    *   (a WebSocket silent this long is pinged, default 25000) and `timeoutMs` (default 20000: a
@@ -117,7 +135,7 @@ export class WarrenClient {
     this.timeoutMs = options.timeoutMs ?? 20000;
 
     this.state = "connecting";       // connecting | open | closed
-    this.transport = null;           // websocket | polling
+    this.transport = null;           // websocket | sse | polling
     this.subs = new Map();           // id -> Subscription
     this.pending = new Map();        // cid -> {frame, resolve, reject}
     this.listeners = new Map();      // event -> Set<fn>
@@ -126,6 +144,7 @@ export class WarrenClient {
     this.closed = false;
     this.socket = null;              // the open WebSocket
     this.poll = null;                // the polling loop's controls
+    this.stream = null;              // the event stream's controls
     this.resubscribing = null;       // subscription ids not yet answered on a new WebSocket
     this.handover = null;            // the poll session a new WebSocket replaces, drained once it is subscribed
     this.heldLive = null;            // the socket's live deliveries meanwhile, handed on after the drain's (older) ones
@@ -136,7 +155,12 @@ export class WarrenClient {
 
   // MARK: events
 
-  /** `state` (state, detail), `error` (WarrenError), `transport` (websocket | polling). Returns an unsubscribe function. */
+  /**
+   * `state` (state, detail), `error` (WarrenError), `transport` (websocket | sse | polling),
+   * `recovered` (subscription: what it missed while away was delivered, in order) and `reload`
+   * (subscription, reason: it may have missed messages — reload its history). Returns an
+   * unsubscribe function.
+   */
   on(event, fn) {
     if (!this.listeners.has(event)) this.listeners.set(event, new Set());
     this.listeners.get(event).add(fn);
@@ -156,7 +180,8 @@ export class WarrenClient {
   // MARK: the API
 
   /**
-   * Subscribes `pattern` (`mode` "live" or "inbox"; `presence` on a live concrete route).
+   * Subscribes `pattern` (`mode` "live" or "inbox"; `presence` on a live concrete route; `since`,
+   * an envelope id, on a live one: what came after it is delivered first).
    * `handler(env, {sub, redelivered})` is called per delivery; an inbox delivery is
    * acknowledged once it returned (or its promise resolved). Returns a promise of the
    * Subscription, resolved once the subscription is in effect (`await client.subscribe(…)`),
@@ -168,7 +193,7 @@ export class WarrenClient {
     if (typeof options === "function") { handler = options; options = {}; }
     const id = options.id || "s" + (++this.counter);
     if (this.subs.has(id)) throw new WarrenError("conflict", `subscription id ${id} is in use`);
-    const sub = new Subscription(this, id, pattern, options.mode || "live", !!options.presence, handler || (() => {}));
+    const sub = new Subscription(this, id, pattern, options.mode || "live", !!options.presence, handler || (() => {}), options.since);
     const subscribed = sub.ready.then(() => sub);
     subscribed.catch(() => {});  // a caller that does not wait is told by the `error` event, not an unhandled rejection
     Object.assign(subscribed, { subscription: sub, id, pattern: sub.pattern, mode: sub.mode, ready: subscribed,
@@ -177,7 +202,7 @@ export class WarrenClient {
     if (this.closed) { sub.settle(this.endedBy); return subscribed; }
     this.subs.set(id, sub);
     if (this.socket) this.socket.send(JSON.stringify(sub.frame()));
-    else if (this.poll) this.poll.restart();
+    else (this.poll || this.stream)?.restart();
     return subscribed;
   }
 
@@ -188,7 +213,7 @@ export class WarrenClient {
     this.subs.delete(sub.id);
     sub.settle(new WarrenError("closed", "unsubscribed"));
     if (this.socket) this.socket.send(JSON.stringify({ op: "unsub", id: sub.id }));
-    else if (this.poll) this.poll.restart();
+    else (this.poll || this.stream)?.restart();
   }
 
   /**
@@ -251,6 +276,7 @@ export class WarrenClient {
     this.wakeLoop.abort();
     this.socket?.close(1000);
     this.poll?.stop();
+    this.stream?.stop();
     for (const [, p] of this.pending) p.reject(reason);
     this.pending.clear();
     for (const [, s] of this.subs) s.settle(reason);
@@ -342,10 +368,15 @@ export class WarrenClient {
       await sleep(Math.random() * ceiling, this.wakeLoop.signal);
     };
     while (!this.closed) {
-      const useWebSocket = this.transports.includes("websocket") &&
-        (opened || !this.transports.includes("polling") || Date.now() >= nextWebSocketTry);
+      const fallback = this.transports.some((t) => t !== "websocket");
+      const useWebSocket = this.transports.includes("websocket") && (opened || !fallback || Date.now() >= nextWebSocketTry);
+      // An event stream carries live subscriptions only (an inbox needs acks, presence a session).
+      const useStream = !useWebSocket && this.transports.includes("sse") &&
+        (!this.transports.includes("polling") || [...this.subs.values()].every((s) => s.mode === "live" && !s.presence));
       this.setState("connecting");
-      const outcome = useWebSocket ? await this.runWebSocket(opened, handover) : await this.runPolling(nextWebSocketTry);
+      const outcome = useWebSocket ? await this.runWebSocket(opened, handover)
+        : useStream ? await this.runEventStream(nextWebSocketTry) : await this.runPolling(nextWebSocketTry);
+      if (outcome.unsuited) continue;
       opened = null;
       handover = null;
       if (this.closed) break;
@@ -368,8 +399,8 @@ export class WarrenClient {
       // Polling failed or was lost as well: nothing says the WebSocket is what cannot get
       // through (Warren was unreachable, or restarting), so the next try starts with it.
       if (!useWebSocket) nextWebSocketTry = 0;
-      if (useWebSocket && !outcome.opened && this.transports.includes("polling")) {
-        // The WebSocket could not open: poll now, and try it again later.
+      if (useWebSocket && !outcome.opened && fallback) {
+        // The WebSocket could not open: stream or poll now, and try it again later.
         nextWebSocketTry = Date.now() + this.retryWebSocketMs;
         continue;
       }
@@ -505,6 +536,7 @@ export class WarrenClient {
       }
       case "subscribed":
         this.resubscribed(f.id);
+        this.recovery(this.subs.get(f.id), f, f.at);
         return this.subs.get(f.id)?.settle();
       case "puback": {
         const p = this.pending.get(f.cid);
@@ -550,6 +582,18 @@ export class WarrenClient {
   }
 
   /**
+   * A subscription in effect: where it starts (`at`, what it resubscribes `since` while it has
+   * had no message), and how its `since` went (a `subscribed` answer, or a poll session's
+   * entries), told to the app.
+   */
+  recovery(sub, answer, at) {
+    if (sub && sub.mode === "live" && !sub.lastId && typeof at === "string") sub.lastId = at;
+    if (!sub || !answer || answer.recovered === undefined) return;
+    if (answer.recovered) this.emit("recovered", sub);
+    else this.emit("reload", sub, answer.reason);
+  }
+
+  /**
    * Hands a delivery to its subscription's handler, after the ones before it (one at a time,
    * in order); an inbox delivery is acked after it.
    */
@@ -571,7 +615,7 @@ export class WarrenClient {
       return sub.mode !== "inbox";
     }
     sub.seen.add(env.id);
-    if (sub.mode === "inbox") ack(env.id);
+    if (sub.mode === "inbox") ack(env.id); else sub.lastId = env.id;
     return true;
   }
 
@@ -580,7 +624,7 @@ export class WarrenClient {
     if (this.socket && this.socket.readyState === WS_OPEN) {
       entry.sending = "websocket";
       this.socket.send(JSON.stringify(entry.frame));
-    } else if (this.poll) {
+    } else if (this.poll || this.stream) {
       entry.sending = "polling";
       this.postPublish(entry);
     }
@@ -603,6 +647,166 @@ export class WarrenClient {
         if (this.socket) { entry.sending = false; return this.sendPublish(entry); }
       }
     }
+  }
+
+  // MARK: Server-Sent Events
+
+  /** The oldest last id of the live subscriptions: where a stream resumes (each subscription drops what it saw already). */
+  resumePoint() {
+    let since = null;
+    for (const [, s] of this.subs) if (s.lastId && (since === null || s.lastId < since)) since = s.lastId;
+    return since;
+  }
+
+  /**
+   * Reads the live subscriptions from one event stream (`GET /v1/sse`, anew whenever they
+   * change, resuming from `resumePoint()`) until it ends, the client closes, or a WebSocket
+   * opened meanwhile (tried from `nextWebSocketTry` on): `{opened, unauthorized, websocket,
+   * unsuited}` (unsuited: a subscription a stream cannot carry came, and polling can).
+   * Publishes go by `POST /v1/messages`.
+   */
+  async runEventStream(nextWebSocketTry) {
+    let opened = false;
+    let abort = new AbortController();
+    let restart = false;
+    let switchTo = null;
+    let probing = false;
+    let nextProbe = nextWebSocketTry;
+    this.stream = {
+      restart: () => { restart = true; abort.abort(); },
+      stop: () => abort.abort(),
+    };
+    const probe = () => {
+      probing = true;
+      this.openWebSocket().then((ws) => {
+        probing = false;
+        nextProbe = Date.now() + this.retryWebSocketMs;
+        if (!ws) return;
+        if (this.closed || switchTo) { ws.close(1000); return; }
+        switchTo = ws;
+        abort.abort();
+      });
+    };
+    const canPoll = this.transports.includes("polling");
+    try {
+      while (!this.closed && !switchTo) {
+        restart = false;
+        abort = new AbortController();
+        const subs = [...this.subs.values()];
+        const unfit = subs.filter((s) => s.mode !== "live" || s.presence);
+        if (unfit.length && canPoll) return { opened, unsuited: true };
+        for (const s of unfit) {
+          this.subs.delete(s.id);
+          s.settle(new WarrenError("bad_frame", "an event stream carries live subscriptions without presence: add the websocket or polling transport"));
+        }
+        const live = subs.filter((s) => !unfit.includes(s));
+        if (live.length === 0) {
+          if (!opened) { opened = true; this.opened("sse"); this.resendPublishes(); }
+          if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe();
+          await sleep(this.transports.includes("websocket") ? Math.max(100, nextProbe - Date.now()) : 2 ** 31 - 1, abort.signal);
+          continue;
+        }
+        const q = new URLSearchParams({ device: this.device });
+        for (const s of live) q.append("pattern", s.pattern);
+        const since = this.resumePoint();
+        if (since) q.set("since", since);
+        const a = this.authQuery();
+        const outcome = await this.readStream(this.url + "/v1/sse?" + q + (a ? "&" + a : ""), live, abort, () => {
+          if (!opened) { opened = true; this.opened("sse"); this.resendPublishes(); }
+        }, () => { if (this.transports.includes("websocket") && !probing && Date.now() >= nextProbe) probe(); });
+        if (outcome.unauthorized) return { opened, unauthorized: true };
+        if (outcome.refused) continue;
+        if (restart || switchTo || this.closed) continue;
+        return { opened };
+      }
+      return switchTo ? { opened, websocket: switchTo } : { opened };
+    } finally {
+      this.stream = null;
+    }
+  }
+
+  /** Publishes not yet answered go again, by POST (once a stream is open). */
+  resendPublishes() {
+    for (const [, p] of this.pending) { if (p.sending !== "polling") p.sending = false; this.sendPublish(p); }
+  }
+
+  /**
+   * One event stream, to its end: `{unauthorized}` on a 401, `{refused}` when Warren refused
+   * one of `subs` (it goes, with its error), `{}` when the stream ended or was aborted.
+   * `onOpen` once every subscription is in effect; `onTick` every second (the WebSocket probe).
+   */
+  async readStream(url, subs, abort, onOpen, onTick) {
+    let res;
+    try {
+      res = await this.fetchImpl(url, { headers: { ...this.authHeaders(false), Accept: "text/event-stream" }, signal: abort.signal });
+    } catch {
+      return {};
+    }
+    if (!res.ok) {
+      let error = null;
+      try { error = (await res.json()).error; } catch { /* not JSON */ }
+      if (res.status === 401) return { unauthorized: true };
+      const named = error?.ref !== undefined && subs.find((s) => s.pattern === error.ref);
+      if (named && res.status >= 400 && res.status < 500 && res.status !== 429) {
+        this.subs.delete(named.id);
+        const e = new WarrenError(error.code, error.message, res.status, error.ref);
+        if (named.settled) this.emit("error", e); else named.settle(e);
+        return { refused: true };
+      }
+      return {};
+    }
+    const waiting = new Set(subs.map((s) => s.pattern));
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let heard = Date.now();
+    // A stream gets a comment every few seconds (http.sse_heartbeat): silent this long, it is lost.
+    const watch = setInterval(() => {
+      if (Date.now() - heard > this.heartbeatMs + this.timeoutMs) abort.abort();
+      onTick();
+    }, 1000);
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        heard = Date.now();
+        buffer += decoder.decode(value, { stream: true });
+        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const event = { name: "", data: [] };
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event: ")) event.name = line.slice(7);
+            else if (line.startsWith("data: ")) event.data.push(line.slice(6));
+          }
+          if (event.data.length === 0) continue;
+          let f;
+          try { f = JSON.parse(event.data.join("\n")); } catch { continue; }
+          if (event.name === "control") {
+            if (f.op === "subscribed") {
+              const sub = subs.find((s) => s.pattern === f.id);
+              this.recovery(sub, f, f.at);
+              sub?.settle();
+              waiting.delete(f.id);
+              if (waiting.size === 0) onOpen();
+            } else if (f.op === "error") {
+              const sub = f.ref !== undefined && subs.find((s) => s.pattern === f.ref);
+              const error = new WarrenError(f.code, f.message, undefined, f.ref);
+              if (sub && !sub.settled) { this.subs.delete(sub.id); sub.settle(error); waiting.delete(sub.pattern); if (waiting.size === 0) onOpen(); }
+              else this.emit("error", error);
+            }
+          } else if (event.name === "" && f && typeof f.route === "string") {
+            for (const sub of subs) if (this.subs.get(sub.id) === sub && patternMatches(sub.pattern, f.route)) this.deliver(sub, f, false, () => {});
+          }
+        }
+      }
+    } catch {
+      // Aborted (a restart, a move, the close, silence) or cut.
+    } finally {
+      clearInterval(watch);
+      reader.cancel().catch(() => {});
+    }
+    return {};
   }
 
   // MARK: long-polling
@@ -748,7 +952,8 @@ export class WarrenClient {
         let created;
         try {
           created = await this.request("POST", "/v1/poll", {
-            subscriptions: subs.map((s) => ({ id: s.id, pattern: s.pattern, mode: s.mode, ...(s.presence ? { presence: true } : {}) })),
+            subscriptions: subs.map((s) => ({ id: s.id, pattern: s.pattern, mode: s.mode, ...(s.presence ? { presence: true } : {}),
+                                              ...(s.mode === "live" && s.lastId ? { since: s.lastId } : {}) })),
             device: this.device,
           }, { refreshed: true });
         } catch (e) {
@@ -781,7 +986,7 @@ export class WarrenClient {
           }
           return { opened };
         }
-        for (const s of subs) s.settle();
+        for (const s of subs) { this.recovery(s, created.recovered?.[s.id], created.at?.[s.id]); s.settle(); }
         if (!opened) { opened = true; this.openedPolling(); }
         if (leaving) { const old = leaving; leaving = null; await this.drainSession(old); }
         const path = "/v1/poll/" + encodeURIComponent(created.session);

@@ -104,7 +104,7 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
                 fail(error.answering(ref))
             }
         case .sub(let id, let pattern, .live, false, nil) where subscribeLiveNow(id: id, pattern: pattern):
-            send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: .live))
+            send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: .live, start: SubscriptionStart(at: startID())))
         case .sub, .unsub, .history, .conversations, .read:
             return PendingRequest(frame: parsed)
         }
@@ -116,8 +116,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
         switch pending.frame {
         case .sub(let id, let pattern, let mode, let presence, let since):
             do {
-                try await subscribe(id: id, pattern: pattern, mode: mode, presence: presence, since: since) { recovery in
-                    send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode, recovery: recovery))
+                try await subscribe(id: id, pattern: pattern, mode: mode, presence: presence, since: since) { start in
+                    send(ServerFrame.subscribed(id: id, pattern: pattern.value, mode: mode, start: start))
                 }
             } catch {
                 fail(error)
@@ -207,8 +207,9 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
     /// from the store (docs/protocol.md, "Recovery"): live deliveries are held from the moment
     /// the binding is in place, `answer` is called with how the recovery went, the kept
     /// messages go out, then the held ones the replay did not carry, then the live stream.
+    /// `answer` is called once the subscription is in effect, with where it starts.
     public func subscribe(id: String, pattern: TopicPattern, mode: SubscriptionMode, presence: Bool = false, since: String? = nil,
-                          answer: (Recovery?) -> Void = { _ in }) async throws(ProtocolError) {
+                          answer: (SubscriptionStart) -> Void = { _ in }) async throws(ProtocolError) {
         if presence {
             try ClientFrame.checkPresence(pattern, mode: mode, ref: id)
             guard runtime.presence != nil else { throw ProtocolError(.unavailable, "presence is off (presence.enabled = false)", ref: id) }
@@ -248,7 +249,8 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             throw ProtocolError(.unavailable, "the connection ended while the subscription was set up", ref: id)
         }
         runtime.metrics.subscriptionAdded(mode)
-        guard let since, let held else { return answer(nil) }
+        let at = mode == .live ? startID() : nil
+        guard let since, let held else { return answer(SubscriptionStart(at: at)) }
         let recovery: Recovery
         do {
             recovery = try await runtime.conversations?.recover(pattern: pattern, since: since, rules: rules) ?? Recovery(failure: .notStored)
@@ -257,9 +259,12 @@ public final class ClientSession: LiveReceiver, InboxReceiver, Sendable {
             if let sub = state.withLockedValue({ $0.subscriptions.removeValue(forKey: id) }) { await remove(id: id, sub) }
             throw ProtocolError(error.code, error.message, ref: id)
         }
-        answer(recovery)
+        answer(SubscriptionStart(recovery: recovery, at: at))
         replay(recovery.messages, subscription: id, held: held)
     }
+
+    /// An id standing for now, as Warren's clock has it (``SubscriptionStart/at``).
+    private func startID() -> String { runtime.publisher.ids.next(nowMilliseconds: UInt64(WallClock.milliseconds())) }
 
     /// Sends a recovery's messages, then the held live deliveries it did not carry, and lets
     /// the live stream through.

@@ -105,11 +105,12 @@ public final class PollService: Sendable {
     /// (``PollOutput/liveDeliveryLoop``).
     ///
     /// `since`: per subscription id, the message after which what it missed is recovered
-    /// (docs/protocol.md, "Recovery"); how each went is returned. Not part of the session
+    /// (docs/protocol.md, "Recovery"); where each subscription started, and how its `since`
+    /// went, is returned. Not part of the session
     /// string: another node opening the session later starts from its first poll there.
     public func create(user: String, device: String, policy: AccessPolicy, subscriptions: [PollSubscription],
                        since: [String: String] = [:], home: (any EventLoop)? = nil) async throws(ProtocolError)
-        -> (session: String, expiresIn: Int, recoveries: [String: Recovery])
+        -> (session: String, expiresIn: Int, starts: [String: SubscriptionStart])
     {
         _ = try validate(subscriptions, rules: policy.resolved(for: user))
         for id in since.keys where !subscriptions.contains(where: { $0.id == id }) {
@@ -413,8 +414,8 @@ public final class PollService: Sendable {
         let session = PollSession(descriptor: d, token: token, policy: policy, client: client, output: output, node: nodeID)
         do {
             for (id, pattern, mode, presence) in parsed {
-                try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence, since: since[id]) { recovery in
-                    if let recovery { recoveries?.add(id, recovery) }
+                try await client.subscribe(id: id, pattern: pattern, mode: mode, presence: presence, since: since[id]) { start in
+                    recoveries?.add(id, start)
                 }
             }
         } catch {
@@ -497,11 +498,11 @@ public final class PollService: Sendable {
 
     // MARK: plumbing
 
-    /// How each subscription's `since` went while a session was opened.
+    /// Where each subscription started, and how its `since` went, while a session was opened.
     final class Recoveries: Sendable {
-        private let found = NIOLockedValueBox<[String: Recovery]>([:])
-        func add(_ id: String, _ recovery: Recovery) { found.withLockedValue { $0[id] = recovery } }
-        var all: [String: Recovery] { found.withLockedValue { $0 } }
+        private let found = NIOLockedValueBox<[String: SubscriptionStart]>([:])
+        func add(_ id: String, _ start: SubscriptionStart) { found.withLockedValue { $0[id] = start } }
+        var all: [String: SubscriptionStart] { found.withLockedValue { $0 } }
     }
 
     /// The subscriptions, parsed and checked against the user's rules.

@@ -3,8 +3,9 @@ public enum ServerFrame {
     /// How every `msg` frame begins (a poll answer's items are the rest of it after `{`).
     public static let messagePrefix: StaticString = "{\"op\":\"msg\","
 
-    /// `recovery`: how a `since` went (`recovered`, and `reason` when not); nil without one.
-    public static func subscribed(id: String, pattern: String, mode: SubscriptionMode, recovery: Recovery? = nil) -> [UInt8] {
+    /// `start`: how a `since` went (`recovered`, and `reason` when not) and where a live
+    /// subscription starts (`at`).
+    public static func subscribed(id: String, pattern: String, mode: SubscriptionMode, start: SubscriptionStart = SubscriptionStart()) -> [UInt8] {
         var w = JSONWriter(capacity: 96)
         w.raw("{\"op\":\"subscribed\",\"id\":")
         w.string(id)
@@ -12,7 +13,11 @@ public enum ServerFrame {
         w.string(pattern)
         w.raw(",\"mode\":")
         w.string(mode.rawValue)
-        if let recovery {
+        if let at = start.at {
+            w.raw(",\"at\":")
+            w.string(at)
+        }
+        if let recovery = start.recovery {
             w.raw(recovery.recovered ? ",\"recovered\":true" : ",\"recovered\":false,\"reason\":")
             if let reason = recovery.failure { w.string(reason.rawValue) }
         }

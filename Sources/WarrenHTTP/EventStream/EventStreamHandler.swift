@@ -51,9 +51,9 @@ final class EventStreamHandler: ChannelInboundHandler {
         Task {
             for pattern in patterns {
                 do {
-                    try await session.subscribe(id: pattern.value, pattern: pattern, mode: .live, since: since) { recovery in
+                    try await session.subscribe(id: pattern.value, pattern: pattern, mode: .live, since: since) { start in
                         _ = output.send(ByteBuffer(bytes: ServerFrame.subscribed(id: pattern.value, pattern: pattern.value, mode: .live,
-                                                                                 recovery: recovery)))
+                                                                                 start: start)))
                     }
                 } catch let error as ProtocolError {
                     // Said in the stream, which goes on with the other patterns.

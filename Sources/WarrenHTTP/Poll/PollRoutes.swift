@@ -77,7 +77,7 @@ struct PollRoutes: Sendable {
             device = d
         }
         let polls = try service()
-        let (session, expiresIn, recoveries) = try await polls.create(user: identity.user, device: device, policy: identity.policy,
+        let (session, expiresIn, starts) = try await polls.create(user: identity.user, device: device, policy: identity.policy,
                                                                       subscriptions: subscriptions, since: since, home: home)
         var w = JSONWriter()
         w.raw("{\"session\":")
@@ -86,10 +86,23 @@ struct PollRoutes: Sendable {
         w.int(Int64(expiresIn))
         w.raw(",\"cursor\":")
         w.string(polls.firstCursor)
-        if !recoveries.isEmpty {
-            // How each `since` went, as a WebSocket's `subscribed` says it.
+        // Where each live subscription starts (`at`: resubscribed `since` it when nothing came),
+        // and how each `since` went, as a WebSocket's `subscribed` says them.
+        let started = starts.filter { $0.value.at != nil }.sorted { $0.key < $1.key }
+        if !started.isEmpty {
+            w.raw(",\"at\":{")
+            for (n, (id, start)) in started.enumerated() {
+                if n > 0 { w.raw(",") }
+                w.string(id)
+                w.raw(":")
+                w.string(start.at ?? "")
+            }
+            w.raw("}")
+        }
+        let recovered = starts.compactMap { id, start in start.recovery.map { (id, $0) } }.sorted { $0.0 < $1.0 }
+        if !recovered.isEmpty {
             w.raw(",\"recovered\":{")
-            for (n, (id, recovery)) in recoveries.sorted(by: { $0.key < $1.key }).enumerated() {
+            for (n, (id, recovery)) in recovered.enumerated() {
                 if n > 0 { w.raw(",") }
                 w.string(id)
                 w.raw(recovery.recovered ? ":{\"recovered\":true}" : ":{\"recovered\":false,\"reason\":")

@@ -5,8 +5,11 @@
 /// the sorted key `alice.bob.you`) or a room (`room.lobby`), and chat. Your
 /// private conversations arrive through your inbox (`#.<you>.#`, acknowledged on
 /// display), rooms through live subscriptions. The transport switch chooses a
-/// WebSocket (falling back to long-polling where it cannot open) or HTTP long-polling only
-/// (`/v1/poll`), so a poller and a socket can talk.
+/// WebSocket (falling back to long-polling where it cannot open), HTTP long-polling only
+/// (`/v1/poll`), or Server-Sent Events (`/v1/sse`, publishing by `POST /v1/messages`; private
+/// conversations then arrive live, as an event stream carries no inbox), so a poller, a stream
+/// and a socket can talk. A network cut shows no gap: live subscriptions come back with what
+/// they missed (recovery through the store).
 ///
 /// With the conversation store on (docs/protocol.md), connecting lists the user's conversations,
 /// newest first, with unread badges (`GET /v1/conversations`); opening one shows its newest
@@ -60,7 +63,7 @@ enum DemoPage {
       <label>Name <input id="user" size="10" placeholder="alice" autocomplete="off"></label>
       <label>Device <input id="device" size="8" value="web"></label>
       <label>Token <input id="token" size="14" placeholder="(token mode only)"></label>
-      <label>Transport <select id="transport"><option value="ws">WebSocket</option><option value="poll">Long-polling</option></select></label>
+      <label>Transport <select id="transport"><option value="ws">WebSocket</option><option value="poll">Long-polling</option><option value="sse">Server-Sent Events</option></select></label>
       <button id="connect">Connect</button>
       <span id="status">disconnected</span>
     </header>
@@ -79,7 +82,7 @@ enum DemoPage {
     // Built on Warren's JavaScript client (/warren.js, clients/js in the repository): it keeps
     // the connection (reconnects, resubscribes, long-polls where the WebSocket cannot open),
     // acknowledges inbox deliveries once shown, and resends unconfirmed sends with their cid.
-    import { connect } from "/warren.js";
+    import { connect, patternMatches } from "/warren.js";
     const $ = (id) => document.getElementById(id);
     const WORD = /^[A-Za-z0-9_-]{1,64}$/;
     let client = null, me = null, current = null;
@@ -212,9 +215,11 @@ enum DemoPage {
       client.read(route, newest.id).catch(() => {});
     }
 
+    // An event stream carries no presence (a session's): rooms are joined without it there.
+    const streaming = () => $("transport").value === "sse";
     function joinRoom(route) {
       if (roomSubs.has(route) || !client) return;
-      roomSubs.set(route, client.subscribe(route, { mode: "live", presence: true }, receive));
+      roomSubs.set(route, client.subscribe(route, { mode: "live", presence: !streaming() }, receive));
     }
 
     function select(route) {
@@ -283,7 +288,7 @@ enum DemoPage {
       const user = $("user").value.trim(), device = $("device").value.trim() || "web", token = $("token").value.trim();
       if (!token && !WORD.test(user)) { status("pick a name: letters, digits, _ or -", true); return; }
       me = user;
-      const transports = $("transport").value === "poll" ? ["polling"] : ["websocket", "polling"];
+      const transports = { poll: ["polling"], sse: ["sse"] }[$("transport").value] || ["websocket", "polling"];
       client = connect(token ? { token, device, transports } : { user, device, transports });
       const mine = client;
       let first = true;
@@ -292,7 +297,7 @@ enum DemoPage {
       mine.on("state", (state, detail) => {
         if (client !== mine) return;
         if (state === "open") {
-          status((mine.transport === "polling" ? "long-polling as " : "connected as ") + me);
+          status(({ polling: "long-polling as ", sse: "streaming as " }[mine.transport] || "connected as ") + me);
           if (current) $("text").disabled = $("send").disabled = false;
           if (first) { first = false; loadConversations(); if (current) select(current); }
         } else if (state === "connecting") {
@@ -303,7 +308,8 @@ enum DemoPage {
         }
       });
       mine.on("error", (e) => { if (client === mine || mine.state === "closed") status(e.code + ": " + e.message, true); });
-      mine.subscribe("#." + me + ".#", { mode: "inbox", id: "me" }, receive);
+      mine.on("reload", (sub) => { for (const [route, c] of conversations) if (patternMatches(sub.pattern, route)) { c.loaded = false; c.more = true; if (route === current) loadHistory(route, false); } });
+      mine.subscribe("#." + me + ".#", { mode: streaming() ? "live" : "inbox", id: "me" }, receive);
       for (const route of conversations.keys()) if (route.startsWith("room.") && route === current) joinRoom(route);
     };
 

@@ -130,7 +130,7 @@ export const cases = [
       } finally { a.close(); b.close(); }
     },
   },
-  ...["websocket", "polling"].map((door) => ({
+  ...["websocket", "polling", "sse"].map((door) => ({
     name: `over ${door}, await client.subscribe(…) resolves once the subscription is in effect`,
     async run(env) {
       const carol = env.unique("carol");
@@ -150,6 +150,33 @@ export const cases = [
         try { await c.subscribe("#"); } catch (e) { refused = e; }
         check(refused && refused.code === "forbidden", `awaiting a refused subscription throws its code, got ${refused && refused.code}`);
       } finally { c.close(); }
+    },
+  })),
+  ...["websocket", "polling", "sse"].map((door) => ({
+    name: `over ${door}, a live subscription cut off gets what it missed, once, in order, and says it recovered`,
+    async run(env) {
+      const erin = env.unique("erin"), fay = env.unique("fay");
+      const f = await env.connect({ user: fay, direct: true });
+      const e = await env.connect({ user: erin, transports: [door] });
+      try {
+        const room = "room." + env.unique("rc");
+        const got = new Inbox();
+        await e.subscribe(room, {}, (env) => got.push({ env }));
+        await f.publish(room, "before 1");
+        await f.publish(room, "before 2");
+        await got.until("before 2");
+        const recovered = waitFor("the recovered event", 30000, (resolve) => e.on("recovered", (sub) => { if (sub.pattern === room) resolve(sub); }));
+        await env.control("down");
+        await stateIs(e, "connecting");
+        for (let i = 1; i <= 5; i++) await f.publish(room, `while away ${i}`);
+        await env.control("forward");
+        await f.publish(room, "after");
+        const bodies = (await got.until("after", 30000)).map((m) => m.env.body);
+        check(bodies.join(",") === "while away 1,while away 2,while away 3,while away 4,while away 5,after",
+              `what was missed, once, in order, then live: ${bodies.join(",")}`);
+        await recovered;
+        check(e.transport === door, `still over ${door}, got ${e.transport}`);
+      } finally { e.close(); f.close(); await env.control("forward"); }
     },
   })),
   {

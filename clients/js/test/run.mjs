@@ -231,6 +231,37 @@ if (args.browser) {
         console.log(r.error ? `not ok chromium: ${r.name}: ${r.error}` : `ok chromium: ${r.name}`);
       }
     }
+
+    // The demo page, as a person uses it: connected over Server-Sent Events, a room opened, a
+    // message sent from the page and one from a client in Node, both shown.
+    const demo = "the demo page chats over Server-Sent Events";
+    try {
+      const demoLoaded = new Promise((resolve) => events.set("Page.loadEventFired", resolve));
+      await call("Page.navigate", { url: `${urls.url}/` });
+      await demoLoaded;
+      const user = "demo" + Math.random().toString(36).slice(2, 8), room = "room.demo" + Math.random().toString(36).slice(2, 8);
+      const evaluate = async (body) => {
+        const r = await call("Runtime.evaluate", { expression: `(async () => { const $ = (id) => document.getElementById(id);
+          const until = async (what, test) => { for (let i = 0; i < 300; i++) { if (test()) return; await new Promise((r) => setTimeout(r, 50)); }
+            throw new Error("the page never showed " + what + "; status: " + $("status").textContent); };
+          ${body} })()`, awaitPromise: true, returnByValue: true });
+        if (r.result?.exceptionDetails) throw new Error(JSON.stringify(r.result.exceptionDetails.exception?.description || r.result.exceptionDetails));
+      };
+      await evaluate(`$("user").value = ${JSON.stringify(user)}; $("token").value = ${JSON.stringify(token(user, 600))};
+        $("transport").value = "sse"; $("connect").click();
+        await until("streaming", () => $("status").textContent.startsWith("streaming as"));
+        $("target").value = ${JSON.stringify(room)}; $("open").requestSubmit();
+        await until("the room", () => !$("text").disabled);
+        $("text").value = "hello from the page"; $("compose").requestSubmit();
+        await until("its own message", () => $("messages").textContent.includes("hello from the page"));`);
+      const other = connect({ url: urls.directUrl, token: token("demoguest", 600), transports: ["polling"] });
+      try { await other.publish(room, "hello from node"); } finally { other.close(); }
+      await evaluate(`await until("the other's message", () => $("messages").textContent.includes("hello from node"));`);
+      console.log(`ok chromium: ${demo}`);
+    } catch (e) {
+      failures += 1;
+      console.log(`not ok chromium: ${demo}: ${e.stack || e}`);
+    }
     cdp.close();
   } catch (e) {
     failures += 1;
