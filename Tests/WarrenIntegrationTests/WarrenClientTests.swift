@@ -65,8 +65,10 @@ struct WarrenClientTests {
     final class Reader: Sendable {
         private let box: Mailbox<Delivery>
         private let task: Task<Void, Never>
+        let id: String
 
         init(_ subscription: Subscription) {
+            id = subscription.id
             let box = Mailbox<Delivery>()
             self.box = box
             // Moving on to the next delivery acknowledges the one before (inbox).
@@ -517,6 +519,41 @@ struct WarrenClientTests {
         await i.close()
         await j.close()
         await rig.stop()
+    }
+
+    /// A live subscription cut off comes back with what it missed, once, in order, then live,
+    /// and says it recovered (the store on: its own file and queue).
+    @Test(arguments: [Transport.webSocket, .polling])
+    func aLiveSubscriptionCutOffGetsWhatItMissedOnce(transport: Transport) async throws {
+        let (store, remove) = try await StoreTests.makeDatabase(.sqlite)
+        let queue = "test.store.\(UUID().uuidString.prefix(8).lowercased())"
+        let rig = try await Rig.start(["WARREN_STORE_ENABLED": "true", "WARREN_STORE_URL": store, "WARREN_STORE_QUEUE": queue])
+        let eve = uniqueUser("eve"), fay = uniqueUser("fay")
+        let e = try await rig.client(eve, transports: [transport])
+        let f = try await rig.client(fay, direct: true)
+        let room = "room.\(uniqueUser("rc"))"
+        let live = Reader(try await e.subscribe(room))
+        let recovered = Task { () -> RecoveryEvent? in
+            for await event in e.recoveries { return event }
+            return nil
+        }
+        _ = try await f.publish(room, "before")
+        _ = try await live.until("before")
+        rig.http.setDown(true)
+        rig.ws.setDown(true)
+        #expect(await Self.backoffs(of: e, count: 1, within: .seconds(20)), "cut off")
+        for i in 1...5 { _ = try await f.publish(room, .string("while away \(i)")) }
+        rig.http.setDown(false)
+        rig.ws.setDown(false)
+        _ = try await f.publish(room, "after")
+        let bodies = try await live.until("after", timeout: .seconds(30)).compactMap { $0.envelope.body.stringValue }
+        #expect(bodies == (1...5).map { "while away \($0)" } + ["after"], "\(bodies)")
+        #expect(await recovered.value == .recovered(subscription: live.id, pattern: room))
+        await e.close()
+        await f.close()
+        await rig.stop()
+        await remove()
+        try? await StoreTests.deleteQueue(queue)
     }
 
     @Test func comesBackOverTheWebSocketAfterWarrenWasUnreachable() async throws {

@@ -102,7 +102,8 @@ extension WarrenClient {
             pollRestart = false
             let subs = subscriptions
             let create = Wire.PollCreate(subscriptions: subs.map {
-                Wire.PollSubscription(id: $0.key, pattern: $0.value.pattern, mode: $0.value.mode.rawValue, presence: $0.value.presence ? true : nil)
+                Wire.PollSubscription(id: $0.key, pattern: $0.value.pattern, mode: $0.value.mode.rawValue, presence: $0.value.presence ? true : nil,
+                                      since: $0.value.since)
             }, device: configuration.device)
             let created: Wire.PollSession
             do {
@@ -137,7 +138,10 @@ extension WarrenClient {
             } catch {
                 return Outcome(opened: opened)
             }
-            for id in subs.keys { settle(id, nil) }
+            for id in subs.keys {
+                started(id, at: created.at?[id], recovered: created.recovered?[id]?.recovered, reason: created.recovered?[id]?.reason)
+                settle(id, nil)
+            }
             if !opened { opened = true; openedPolling() }
             if let old = leaving {
                 leaving = nil

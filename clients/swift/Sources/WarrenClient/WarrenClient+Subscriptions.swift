@@ -4,16 +4,17 @@ extension WarrenClient {
     // MARK: subscriptions
 
     /// Subscribes `pattern`; returns once the subscription is in effect (or throws Warren's
-    /// error: `forbidden`, `bad_route`, …). `presence` announces the user on a concrete live route.
+    /// error: `forbidden`, `bad_route`, …). `presence` announces the user on a concrete live route;
+    /// `since` (an envelope id, live only) delivers what came after it first.
     public func subscribe(_ pattern: String, mode: SubscriptionMode = .live, presence: Bool = false,
-                          id: String? = nil) async throws -> Subscription {
+                          id: String? = nil, since: String? = nil) async throws -> Subscription {
         guard !closed else { throw closedError }
         counter += 1
         let id = id ?? "s\(counter)"
         guard subscriptions[id] == nil else { throw WarrenError("conflict", "subscription id \(id) is in use") }
         let (stream, continuation) = AsyncStream.makeStream(of: Delivery.self,
                                                             bufferingPolicy: mode == .live ? .bufferingNewest(10_000) : .unbounded)
-        subscriptions[id] = Entry(pattern: pattern, mode: mode, presence: presence, continuation: continuation)
+        subscriptions[id] = Entry(pattern: pattern, mode: mode, presence: presence, continuation: continuation, lastID: since)
         if let socket { socket.send(Wire.encode(subFrame(id))) } else if pollOpen { restartPolling() }
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             if subscriptions[id] != nil { subscriptions[id]!.waiters.append(c) } else { c.resume(throwing: closedError) }
@@ -30,13 +31,26 @@ extension WarrenClient {
 
     func subFrame(_ id: String) -> Wire.Sub {
         let e = subscriptions[id]!
-        return Wire.Sub(id: id, pattern: e.pattern, mode: e.mode.rawValue, presence: e.presence ? true : nil)
+        return Wire.Sub(id: id, pattern: e.pattern, mode: e.mode.rawValue, presence: e.presence ? true : nil, since: e.since)
     }
 
     /// Subscription `id` asked for again on the socket of connection `epoch`, if both still are.
     func resendSubscription(_ id: String, epoch asked: Int) {
         guard asked == epoch, subscriptions[id] != nil, let socket else { return }
         socket.send(Wire.encode(subFrame(id)))
+    }
+
+    /// A subscription in effect: where it starts (`at`: what it resubscribes `since` while it
+    /// has had no message), and how its `since` went, told on ``recoveries``.
+    func started(_ id: String, at: String?, recovered: Bool?, reason: String?) {
+        guard var entry = subscriptions[id] else { return }
+        if entry.mode == .live, entry.lastID == nil, let at {
+            entry.lastID = at
+            subscriptions[id] = entry
+        }
+        guard let recovered else { return }
+        recoveryContinuation.yield(recovered ? .recovered(subscription: id, pattern: entry.pattern)
+            : .reload(subscription: id, pattern: entry.pattern, reason: reason ?? "unknown"))
     }
 
     /// The answer to subscription `id`: in effect, or refused (then it ends).
@@ -92,6 +106,7 @@ extension WarrenClient {
         }
         if entry.mode == .live {
             entry.seen.insert(env.id)
+            entry.lastID = env.id
             subscriptions[key] = entry
         } else if pollOpen, socket == nil {
             pollAwaiting.insert(env.id)

@@ -88,6 +88,7 @@ extension WarrenClient {
             if let sub = f.sub, let env = f.env { deliver(sub, env, redelivered: f.redelivered ?? false, epoch: epoch, fromSocket: true) }
         case "subscribed":
             if let id = f.id {
+                started(id, at: f.at, recovered: f.recovered, reason: f.reason)
                 settle(id, nil)
                 resubscribed(id)
             }

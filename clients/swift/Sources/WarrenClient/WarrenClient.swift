@@ -14,13 +14,17 @@ import Foundation
 /// delivery once the iteration moved past it, keeps every publish until Warren acknowledged it
 /// (resent after a reconnect with its `cid`, which Warren publishes once), asks `getToken` for
 /// a new token on 4401 or a 401, stops on 1008, and long-polls where the WebSocket cannot open,
-/// trying the WebSocket again every `retryWebSocketAfter`. The WebSocket runs on SwiftNIO, HTTP
+/// trying the WebSocket again every `retryWebSocketAfter`. A live subscription comes back
+/// after any cut or move with what it missed: it resubscribes `since` its last envelope
+/// (``recoveries`` says how that went). The WebSocket runs on SwiftNIO, HTTP
 /// on URLSession (FoundationNetworking on Linux).
 public actor WarrenClient {
     /// State changes (one reader).
     public nonisolated let states: AsyncStream<ClientState>
     /// Errors with no request to answer them: a handler-less error frame, a refused token (one reader).
     public nonisolated let errors: AsyncStream<WarrenError>
+    /// How live subscriptions came back after a cut or a move (one reader).
+    public nonisolated let recoveries: AsyncStream<RecoveryEvent>
     public private(set) var state: ClientState = .connecting(retryIn: nil)
 
     /// The transport in use while open.
@@ -34,9 +38,15 @@ public actor WarrenClient {
         let mode: SubscriptionMode
         let presence: Bool
         let continuation: AsyncStream<Delivery>.Continuation
+        /// A live subscription's last envelope (or where Warren said it started): what it
+        /// resubscribes `since`.
+        var lastID: String?
         var seen = RecentIDs()
         var ready = false
         var waiters: [CheckedContinuation<Void, any Error>] = []
+
+        /// What it resubscribes `since`: a live subscription's last envelope.
+        var since: String? { mode == .live ? lastID : nil }
     }
 
     struct Pending {
@@ -70,6 +80,7 @@ public actor WarrenClient {
     let http: HTTPRequester
     let stateContinuation: AsyncStream<ClientState>.Continuation
     let errorContinuation: AsyncStream<WarrenError>.Continuation
+    let recoveryContinuation: AsyncStream<RecoveryEvent>.Continuation
     var token: String?
     let prefix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
     var counter = 0
@@ -117,6 +128,7 @@ public actor WarrenClient {
         self.token = configuration.token
         (states, stateContinuation) = AsyncStream.makeStream(of: ClientState.self, bufferingPolicy: .bufferingNewest(64))
         (errors, errorContinuation) = AsyncStream.makeStream(of: WarrenError.self, bufferingPolicy: .bufferingNewest(64))
+        (recoveries, recoveryContinuation) = AsyncStream.makeStream(of: RecoveryEvent.self, bufferingPolicy: .bufferingNewest(64))
     }
 
     /// A client that has started connecting (it keeps connecting until ``close()``).
@@ -160,6 +172,7 @@ public actor WarrenClient {
         setState(.closed)
         stateContinuation.finish()
         errorContinuation.finish()
+        recoveryContinuation.finish()
     }
 
     func setState(_ new: ClientState) {

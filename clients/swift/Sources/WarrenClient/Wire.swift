@@ -8,6 +8,8 @@ enum Wire {
         let pattern: String
         let mode: String
         let presence: Bool?
+        /// A live subscription's last envelope id: what it missed after it comes first.
+        let since: String?
     }
 
     struct Unsub: Encodable {
@@ -44,6 +46,10 @@ enum Wire {
         let code: String?
         let message: String?
         let ref: String?
+        /// `subscribed`: where a live subscription starts, and how its `since` went.
+        let at: String?
+        let recovered: Bool?
+        let reason: String?
     }
 
     struct PollSubscription: Encodable {
@@ -51,6 +57,13 @@ enum Wire {
         let pattern: String
         let mode: String
         let presence: Bool?
+        let since: String?
+    }
+
+    /// How a poll session subscription's `since` went.
+    struct Recovered: Decodable {
+        let recovered: Bool
+        let reason: String?
     }
 
     struct PollCreate: Encodable {
@@ -62,6 +75,9 @@ enum Wire {
         let session: String
         /// The cursor of no answer yet (a Warren since 2026-11-29): the first poll acks it.
         let cursor: String?
+        /// Where each live subscription starts, and how each `since` went.
+        let at: [String: String]?
+        let recovered: [String: Recovered]?
     }
 
     struct PollAnswer: Decodable {

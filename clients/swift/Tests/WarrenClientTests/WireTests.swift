@@ -22,6 +22,17 @@ struct WireTests {
         #expect(frame.code == "forbidden" && frame.ref == "s1")
     }
 
+    /// A live subscription asks again `since` its last envelope; the answer says where it
+    /// started and how that went.
+    @Test func aResubscriptionCarriesSinceAndItsAnswerSaysHowItWent() throws {
+        let sub = Wire.Sub(id: "r", pattern: "room.a", mode: "live", presence: nil, since: "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e")
+        let json = try JSONDecoder().decode(JSONValue.self, from: Data(Wire.encode(sub).utf8))
+        #expect(json == ["op": "sub", "id": "r", "pattern": "room.a", "mode": "live", "since": "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9e"])
+        let answer = try JSONDecoder().decode(Wire.ServerFrame.self, from: Data(
+            #"{"op":"subscribed","id":"r","pattern":"room.a","mode":"live","at":"0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9f","recovered":false,"reason":"too_many"}"#.utf8))
+        #expect(answer.at == "0196a3f2-7c1e-7b3a-9d2e-4f5a6b7c8d9f" && answer.recovered == false && answer.reason == "too_many")
+    }
+
     @Test func aPublishIsTheFrameWarrenReads() throws {
         let pub = Wire.Pub(route: "alice.bob", routes: nil, type: "text", body: "hi", cid: "c1", headers: nil, transient: nil)
         let json = try JSONDecoder().decode(JSONValue.self, from: Data(Wire.encode(pub).utf8))
