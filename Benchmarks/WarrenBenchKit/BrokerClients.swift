@@ -1,8 +1,18 @@
 import AMQPClient
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import NIOCore
 
 /// The bench's AMQP connections log warnings only (a thousand "connected" lines say nothing).
+extension String {
+    /// Two hex digits for a byte.
+    fileprivate func leftPadded() -> String { count < 2 ? "0" + self : self }
+}
+
 public let quietLogger: Logger = {
     var logger = Logger(label: "warren-bench.amqp")
     logger.logLevel = .warning
@@ -102,10 +112,14 @@ public final class BenchPublisher: @unchecked Sendable {
 
     /// Publishes `keys.count` messages, message `i` to `keys[i]`. Unpaced, it keeps `window`
     /// publishes awaiting their confirms; paced, it sends `rate` messages per second.
-    public func run(keys: [String], window: Int, rate: Int?) -> EventLoopFuture<Outcome> {
+    /// `messageIDs`: each message carries a UUIDv7 `message_id`, as a back end's should, so that
+    /// every Warren node and the store know it by the same id (without one, Warren names it
+    /// where it reads it).
+    public func run(keys: [String], window: Int, rate: Int?, messageIDs: Bool = false) -> EventLoopFuture<Outcome> {
         let promise = loop.makePromise(of: Outcome.self)
         loop.execute { [self] in
             let state = PublishState(keys: keys, promise: promise)
+            state.messageIDs = messageIDs
             if let rate, rate > 0 {
                 tick(state, start: NIODeadline.now(), interval: .nanoseconds(Int64(1_000_000_000 / rate)))
             } else {
@@ -127,6 +141,7 @@ public final class BenchPublisher: @unchecked Sendable {
         let keys: [String]
         let promise: EventLoopPromise<Outcome>
         var next = 0
+        var messageIDs = false
         var outcome: Outcome
         init(keys: [String], promise: EventLoopPromise<Outcome>) {
             self.keys = keys
@@ -146,7 +161,7 @@ public final class BenchPublisher: @unchecked Sendable {
         let confirm: EventLoopPromise<Void>
         do {
             confirm = try channel.startPublish(body, exchange: exchange, routingKey: state.keys[seq],
-                                               properties: BasicProperties(deliveryMode: 1))
+                                               properties: BasicProperties(deliveryMode: 1, messageID: state.messageIDs ? Self.uuidv7() : nil))
         } catch {
             settle(state, ok: false)
             if refill { publishOne(state, refill: true) }
@@ -164,6 +179,21 @@ public final class BenchPublisher: @unchecked Sendable {
             state.outcome.finished = BenchClock.now()
             state.promise.succeed(state.outcome)
         }
+    }
+
+    /// A UUIDv7 (RFC 9562): the wall clock's milliseconds, then random bits, lower-case.
+    static func uuidv7() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let ms = UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: ms >> (40 - 8 * UInt64(i))) }
+        for i in 6..<16 { bytes[i] = UInt8.random(in: 0...255) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0F)
+        bytes[8] = 0x80 | (bytes[8] & 0x3F)
+        let hex = bytes.map { String($0, radix: 16).leftPadded() }.joined()
+        let c = Array(hex)
+        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
     }
 
     /// Deletes a queue the bench made a target create (Warren's durable inboxes).

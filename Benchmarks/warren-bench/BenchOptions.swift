@@ -4,9 +4,9 @@ import WarrenBenchKit
 
 /// The bench's settings (every one a command-line option).
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, scale, greedy, inbox-store, history, presence, publish.")
+    @Option(help: "Scenarios, comma-separated: room, room-paced, inbox, inbox-paced, idle, poll, poll-burst, poll-idle, sse, scale, greedy, inbox-store, history, presence, publish, recover.")
     var scenarios = "room,room-paced,inbox,inbox-paced,idle,poll,poll-burst,poll-idle,scale,greedy"
-    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, warren-poll-nio, warren-poll-base, web-stomp, amqp, amqp-ack, nchan, nchan-multi; publish: ws-publish, http-publish, stomp-publish, amqp-publish); default: each scenario's own set.")
+    @Option(help: "Limit the targets (comma-separated: warren-ws, warren-inbox, warren-poll, warren-poll-nio, warren-poll-base, warren-sse, web-stomp, amqp, amqp-ack, nchan, nchan-multi, nchan-sse; publish: ws-publish, http-publish, stomp-publish, amqp-publish); default: each scenario's own set.")
     var targets = ""
     @Option(help: "Rounds: every message scenario runs its targets this many times, alternating.")
     var rounds = 1
@@ -81,6 +81,23 @@ struct BenchOptions: ParsableArguments {
     var presenceRooms = 100
     @Option(help: "Presence queries timed (presence).")
     var presenceQueries = 2_000
+
+    @Option(help: "Live sockets cut at once and resubscribing with since (recover).")
+    var recoverSockets = 10_000
+    @Option(help: "Rooms the recovering sockets are spread over (recover).")
+    var recoverRooms = 100
+    @Option(help: "Messages per second over all the rooms (recover).")
+    var recoverRate = 1_000
+    @Option(help: "Seconds of publishing (recover).")
+    var recoverSeconds = 20
+    @Option(help: "Seconds of publishing before every socket is cut (recover).")
+    var recoverCutAfter = 5
+    @Option(help: "Seconds between the cut and the first reconnect (recover).")
+    var recoverGap = 2
+    @Option(help: "Warren's recover.max_messages in the recover runs.")
+    var recoverMaxMessages = 1_000
+    @Option(help: "Store backends the recover scenario runs on, comma-separated (sqlite, postgres).")
+    var recoverStores = "sqlite,postgres"
 
     @Option(help: "Publishes awaiting confirms at once (unpaced scenarios).")
     var window = 256

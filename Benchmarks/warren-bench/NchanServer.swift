@@ -86,6 +86,11 @@ final class NchanServer: MeasuredServer {
                     nchan_subscriber_timeout 25s;
                     nchan_longpoll_multipart_response raw;
                 }
+                location ~ ^/es/(.+)$ {
+                    nchan_subscriber eventsource;
+                    nchan_channel_id $1;
+                    nchan_subscriber_first_message oldest;
+                }
             }
         }
         """

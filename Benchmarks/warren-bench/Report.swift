@@ -8,6 +8,7 @@ struct Report {
     var history: [HistoryResult] = []
     var presence: [PresenceResult] = []
     var publish: [PublishResult] = []
+    var recover: [RecoverResult] = []
     let options: BenchOptions
 
     static func line(_ r: RunResult) -> String {
@@ -63,8 +64,22 @@ struct Report {
         return out
     }
 
+    func recoverTable() -> String {
+        guard !recover.isEmpty else { return "" }
+        var out = "\n## Recovery (live sockets cut at once, resubscribing with since)\n\n"
+        out += "| store | sockets × rooms | msg/s | expected | missed | dup | recovered | reasons | resubscribed s | all live s | replayed | queries/reconnect | Warren CPU µs/replayed |\n"
+        out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        for r in recover {
+            out += "| \(r.store) | \(r.sockets) × \(r.rooms) | \(r.rate) | \(r.expected) | \(r.missed) | \(r.duplicates) | \(r.recovered) | "
+            out += r.reasons.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ") + " | "
+            out += String(format: "%.2f | %.2f | ", r.resubscribedSeconds, r.allLiveSeconds)
+            out += "\(r.replayed) | \(Self.f(r.queriesPerReconnect, 2)) | \(Self.f(r.warrenCPUMicrosPerReplayed, 2)) |\n"
+        }
+        return out
+    }
+
     func table() -> String {
-        var out = publishTable() + "\n## Message scenarios\n\n"
+        var out = publishTable() + recoverTable() + "\n## Message scenarios\n\n"
         out += "| scenario | target | clients × msgs | conn/s | deliveries/s | p50 ms | p99 ms | max ms | lost | dup | CPU µs/delivery warren · broker · bench | RSS MiB warren (before/during/after) | RSS MiB broker (before/during/after) |\n"
         out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
         for r in results where r.messages > 0 {
@@ -205,6 +220,19 @@ struct Report {
                 }
             }
         }
+        if let l = median("sse", .warrenSSE, lost), let p = median("sse", .warrenSSE, p99), let np = median("sse", .nchanSSE, p99) {
+            let pp = median("sse", .warrenPoll, p99)
+            let c = median("sse", .warrenSSE, { $0.warrenCPUMicrosPerDelivery })
+            g.append(String(format: "sse (%d readers, %d msg/s): Warren lost %.0f, p99 %.1f ms vs Nchan's EventSource %.1f ms = %.2f× (Warren's long-polling %@ ms) (goal: 0 lost, p99 ≤ Nchan's), Warren CPU per delivery %@ µs — %@",
+                            options.pollClients, options.pollRate, l, p, np, p / np, Self.f(pp), Self.f(c, 2),
+                            verdict(l == 0 && p <= np)))
+        }
+        for r in recover {
+            g.append(String(format: "recover (%@, %d live sockets in %d rooms at %d msg/s, all cut, resubscribed with since): missed %d, duplicates %d, recovered %d of %d, every socket live %.1f s after the cut, %.2f store queries per reconnect, Warren CPU %@ µs per replayed message (goal: 0 missed, 0 duplicated) — %@",
+                            r.store, r.sockets, r.rooms, r.rate, r.missed, r.duplicates, r.recovered, r.sockets, r.allLiveSeconds,
+                            r.queriesPerReconnect, Self.f(r.warrenCPUMicrosPerReplayed, 2),
+                            verdict(r.missed == 0 && r.duplicates == 0 && r.publishFailures == 0)))
+        }
         if let w = median("poll-burst", .warrenPoll, rate), let m = median("poll-burst", .nchanMulti, rate) {
             let n = median("poll-burst", .nchan, rate)
             g.append(String(format: "poll-burst (%d × %d unpaced): Warren %.0f deliveries/s vs Nchan multi %.0f = %.2f× (Nchan one-per-answer %@) (goal ≥ 1.0×), Warren lost %.0f — %@",
@@ -238,11 +266,12 @@ struct Report {
             var history: [HistoryResult]
             var presence: [PresenceResult]
             var publish: [PublishResult]
+            var recover: [RecoverResult]
             var goals: [String]
         }
         let doc = Document(date: ISO8601DateFormatter().string(from: Date()),
                            machine: "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB",
-                           results: results, history: history, presence: presence, publish: publish, goals: goals())
+                           results: results, history: history, presence: presence, publish: publish, recover: recover, goals: goals())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(doc)

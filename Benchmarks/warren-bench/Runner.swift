@@ -204,6 +204,12 @@ final class Runner: @unchecked Sendable {
         case .warrenPoll, .warrenPollNIO, .warrenPollBase:
             clients.sockets.append(try await PollClient.open(port: options.warrenPort, user: "b\(index)",
                                                              pattern: pattern, wait: 25, index: index, recorder: recorder).get())
+        case .warrenSSE:
+            clients.sockets.append(try await EventStreamClient.open(port: options.warrenPort, path: "/v1/sse?user=b\(index)&pattern=\(pattern)",
+                                                                    ready: .subscribedEvent, index: index, recorder: recorder).get())
+        case .nchanSSE:
+            clients.sockets.append(try await EventStreamClient.open(port: options.nchanPort, path: "/es/\(plan.channel(index))",
+                                                                    ready: .head, index: index, recorder: recorder).get())
         case .nchan, .nchanMulti:
             clients.sockets.append(try await NchanPollClient.open(port: options.nchanPort, channel: plan.channel(index),
                                                                   multi: plan.target == .nchanMulti, index: index,

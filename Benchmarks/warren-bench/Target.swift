@@ -10,6 +10,8 @@ enum Target: String, CaseIterable, Codable {
     case warrenPollNIO = "warren-poll-nio"
     /// The same, on another build of Warren (`--baseline-warren`): two builds in one run.
     case warrenPollBase = "warren-poll-base"
+    /// Warren, Server-Sent Events readers (`GET /v1/sse`), a live subscription each.
+    case warrenSSE = "warren-sse"
     /// RabbitMQ's Web-STOMP plugin on the same broker.
     case stomp = "web-stomp"
     /// Plain AMQP consumers, one connection each.
@@ -21,11 +23,13 @@ enum Target: String, CaseIterable, Codable {
     case nchan = "nchan"
     /// Nchan long-polling subscribers, every waiting message in one answer (`nchan_longpoll_multipart_response raw`).
     case nchanMulti = "nchan-multi"
+    /// Nchan `eventsource` subscribers (the anchor for Warren's SSE door).
+    case nchanSSE = "nchan-sse"
 
-    var usesWarren: Bool { self == .warrenWS || self == .warrenInbox || polls }
+    var usesWarren: Bool { self == .warrenWS || self == .warrenInbox || self == .warrenSSE || polls }
     /// Warren's long-pollers, whichever door or build.
     var polls: Bool { self == .warrenPoll || self == .warrenPollNIO || self == .warrenPollBase }
-    var usesNchan: Bool { self == .nchan || self == .nchanMulti }
+    var usesNchan: Bool { self == .nchan || self == .nchanMulti || self == .nchanSSE }
     /// Its clients are WebSockets (the idle runs ping them).
     var usesWebSockets: Bool { self == .warrenWS || self == .warrenInbox || self == .stomp }
 }

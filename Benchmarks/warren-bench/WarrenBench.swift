@@ -21,6 +21,7 @@ struct WarrenBench: AsyncParsableCommand {
         var history: [HistoryResult] = []
         var presence: [PresenceResult] = []
         var publish: [PublishResult] = []
+        var recover: [RecoverResult] = []
         let only = Set(options.targets.split(separator: ",").compactMap { Target(rawValue: String($0)) })
         for scenario in options.scenarios.split(separator: ",").map(String.init) {
             if scenario == "presence" {
@@ -29,6 +30,10 @@ struct WarrenBench: AsyncParsableCommand {
             }
             if scenario == "publish" {
                 do { publish += try await PublishBench(options: options).run() } catch { log("  publish failed: \(error)") }
+                continue
+            }
+            if scenario == "recover" {
+                do { recover += try await RecoverBench(options: options, runner: runner).run() } catch { log("  recover failed: \(error)") }
                 continue
             }
             if scenario == "history" {
@@ -57,7 +62,7 @@ struct WarrenBench: AsyncParsableCommand {
             }
         }
         await runner.shutdown()
-        let report = Report(results: results, history: history, presence: presence, publish: publish, options: options)
+        let report = Report(results: results, history: history, presence: presence, publish: publish, recover: recover, options: options)
         print(report.table())
         try report.json().write(to: URL(fileURLWithPath: options.json))
         log("JSON written to \(options.json)")
@@ -116,6 +121,12 @@ struct WarrenBench: AsyncParsableCommand {
                                expected: o.pollClients * m, pattern: { _ in room }, rate: burst ? nil : o.pollRate)
             plan.channel = { _ in room }
             return [(plan, pollDoors + [.nchan, .nchanMulti])]
+        case "sse":
+            // The poll scenario's load on Server-Sent Events: Warren's SSE door beside its
+            // long-polling and Nchan's eventsource subscribers.
+            guard var plan = plans("poll", room: room).first?.plan else { return [] }
+            plan.scenario = "sse"
+            return [(plan, [.warrenSSE, .warrenPoll, .nchanSSE])]
         case "poll-idle":
             var plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollIdleClients, keys: [], expected: 0,
                                pattern: { "#.b\($0).#" }, rate: nil)
