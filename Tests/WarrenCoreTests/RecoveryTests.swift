@@ -1,5 +1,6 @@
 import AMQPClient
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 @testable import WarrenCore
@@ -101,6 +102,28 @@ struct RecoveryTests {
         let e = Self.envelope("room.x", "hi", at: Self.now)
         let frame = ByteBuffer(bytes: ServerFrame.message(sub: #"a","env":{"v":1,"id":"forged"#, envelope: e.encoded(), redelivered: false))
         #expect(HeldLiveDeliveries.envelopeID(frame) == e.id)
+    }
+
+    /// A wave of recoveries let through by one fence with the same pattern and since: one read;
+    /// another fence, or another since, reads again.
+    @Test func recoveriesAskingTheSameAtOnceShareOneRead() async {
+        let flights = RecoveryFlights()
+        let reads = NIOLockedValueBox(0)
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let read: @Sendable () async -> RecoveryFlights.Read = {
+            reads.withLockedValue { $0 += 1 }
+            for await _ in gate { break }
+            return .init(sinceRoute: "room.x", recovery: Recovery(queries: 2))
+        }
+        let wave = (0..<10).map { _ in flights.join("f1 s room.x", read) }
+        let later = flights.join("f2 s room.x", read)
+        let other = flights.join("f1 t room.x", read)
+        #expect(wave.filter(\.joined).count == 9 && !later.joined && !other.joined && flights.count == 3)
+        open.finish()
+        for flight in wave + [later, other] { #expect(await flight.task.value.recovery.queries == 2) }
+        #expect(reads.withLockedValue { $0 } == 3)
+        #expect(await flights.read("f1 s room.x", read).recovery.queries == 2)   // over: read again
+        #expect(flights.count == 0)
     }
 
     /// A pattern: the routes it matches, not those its SQL filter also reads (`room.xy`).

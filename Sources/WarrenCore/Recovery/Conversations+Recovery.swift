@@ -17,28 +17,38 @@ extension Conversations {
         guard settings.patterns.contains(where: { (try? TopicPattern($0)).map(pattern.isContained(in:)) ?? false }) else {
             return Recovery(failure: .notStored)
         }
-        guard metrics.isUp, await fence.pass() else { return Recovery(failure: .storeUnavailable) }
+        guard metrics.isUp, let fence = await fence.pass() else { return Recovery(failure: .storeUnavailable) }
+        // Shared by every recovery the same fence let through with the same pattern and since;
+        // each asker's rights are its own.
+        let read = await flights.read("\(fence) \(since) \(pattern.value)") { [self] in await readAfter(since, pattern: pattern) }
+        if let route = read.sinceRoute {
+            guard let route = try? TopicPattern(route), rules.canSubscribe(route) else {
+                throw ProtocolError(.forbidden, "since names a message of a route you may not read", ref: nil)
+            }
+        }
+        return read.recovery
+    }
+
+    /// Places `since` in the store, then reads what came after it.
+    private func readAfter(_ since: String, pattern: TopicPattern) async -> RecoveryFlights.Read {
         let found: (sortKey: String, route: String)?
         do { found = try await ask { [store] in try await store.position(of: since) } } catch {
-            return Recovery(failure: .storeUnavailable, queries: 1)
+            return .init(recovery: Recovery(failure: .storeUnavailable, queries: 1))
         }
         let after: String
         if let found {
-            guard let route = try? TopicPattern(found.route), rules.canSubscribe(route) else {
-                throw ProtocolError(.forbidden, "since names a message of a route you may not read", ref: nil)
-            }
             after = found.sortKey
         } else {
             // Not kept (a type the store skips, say) but placed by its time: what came after
             // is kept, unless that time is older than anything the store keeps.
             let now = WallClock.milliseconds()
             guard let time = SortKey.time(of: since, now: now), let placed = SortKey.placing(id: since, now: now) else {
-                return Recovery(failure: .unknownID, queries: 1)
+                return .init(recovery: Recovery(failure: .unknownID, queries: 1))
             }
-            guard time >= now - Int64(settings.maxAgeSeconds) * 1000 else { return Recovery(failure: .retention, queries: 1) }
+            guard time >= now - Int64(settings.maxAgeSeconds) * 1000 else { return .init(recovery: Recovery(failure: .retention, queries: 1)) }
             after = placed
         }
-        return await scan(pattern: pattern, after: after)
+        return .init(sinceRoute: found?.route, recovery: await scan(pattern: pattern, after: after))
     }
 
     /// Reads newest first, down to `after`, until more than `recover.max_messages` match.

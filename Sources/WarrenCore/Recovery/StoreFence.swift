@@ -25,7 +25,7 @@ public final class StoreFence: Sendable {
     let logger: Logger
     private let ids = UUIDv7Generator()
     private let publisher = NIOLockedValueBox<(@Sendable (String) async throws -> Void)?>(nil)
-    private let state = NIOLockedValueBox<(gate: FenceGate, waiters: [Int: CheckedContinuation<Bool, Never>], nextID: Int)>(
+    private let state = NIOLockedValueBox<(gate: FenceGate, waiters: [Int: CheckedContinuation<String?, Never>], nextID: Int)>(
         (FenceGate(), [:], 0))
 
     /// `wait`: how long a fence may take before the recoveries waiting for it are told the
@@ -41,10 +41,10 @@ public final class StoreFence: Sendable {
         publisher.withLockedValue { $0 = publish }
     }
 
-    /// Returns once a fence published after this call began is recorded: true, or false when
-    /// it was not within `wait` (or could not be published).
-    public func pass() async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+    /// Returns once a fence published after this call began is recorded: its id (every caller
+    /// it answers gets the same), or nil when it was not within `wait` (or could not be published).
+    public func pass() async -> String? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
             let fence = newFence()
             let action = state.withLockedValue { s -> FenceGate.Action in
                 let id = s.nextID
@@ -96,11 +96,11 @@ public final class StoreFence: Sendable {
 
     private func land(_ fence: String, written: Bool) {
         let next = newFence()
-        let (answered, action) = state.withLockedValue { s -> ([CheckedContinuation<Bool, Never>], FenceGate.Action) in
+        let (answered, action) = state.withLockedValue { s -> ([CheckedContinuation<String?, Never>], FenceGate.Action) in
             let (waiters, then) = s.gate.landed(fence, newFence: next)
             return (waiters.compactMap { s.waiters.removeValue(forKey: $0) }, then)
         }
-        for continuation in answered { continuation.resume(returning: written) }
+        for continuation in answered { continuation.resume(returning: written ? fence : nil) }
         perform(action)
     }
 }

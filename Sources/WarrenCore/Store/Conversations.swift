@@ -16,6 +16,8 @@ public final class Conversations: Service, Sendable {
     public let recovery: RecoverySettings
     /// What a recovery waits for before it reads (``StoreFence``).
     public let fence: StoreFence
+    /// Recoveries asking the same at once share one read.
+    let flights = RecoveryFlights()
     let logger: Logger
     private let writer = NIOLockedValueBox<StoreWriter?>(nil)
 
