@@ -48,10 +48,40 @@ final class EventStreamOutput: SessionOutput, @unchecked Sendable {
         channel.write(event, promise: nil)
         guard !flushScheduled else { return }
         flushScheduled = true
-        channel.eventLoop.execute {
-            self.flushScheduled = false
-            self.channel.flush()
+        Self.flushes(on: channel.eventLoop).add(self)
+    }
+
+    // MARK: one flush task per loop and tick
+
+    /// Streams written on one loop during a tick, flushed together at its end: a message fanned
+    /// out to 500 streams costs one task, not 500. Touched only by the loop's thread.
+    private final class PendingFlushes: @unchecked Sendable {
+        let loop: any EventLoop
+        var outputs: [EventStreamOutput] = []
+        init(loop: any EventLoop) { self.loop = loop }
+
+        func add(_ output: EventStreamOutput) {
+            outputs.append(output)
+            guard outputs.count == 1 else { return }
+            loop.execute {
+                let outputs = self.outputs
+                self.outputs.removeAll(keepingCapacity: true)
+                for output in outputs {
+                    output.flushScheduled = false
+                    output.channel.flush()
+                }
+            }
         }
+    }
+
+    private static let pendingFlushes = ThreadSpecificVariable<PendingFlushes>()
+
+    /// The calling thread's batch; `loop` is the event loop running on it.
+    private static func flushes(on loop: any EventLoop) -> PendingFlushes {
+        if let existing = pendingFlushes.currentValue { return existing }
+        let batch = PendingFlushes(loop: loop)
+        pendingFlushes.currentValue = batch
+        return batch
     }
 
     func close(code: UInt16, reason: String) {
