@@ -1,6 +1,7 @@
 import Foundation
 import Histogram
 import Logging
+import NIOPosix
 import WarrenBenchKit
 import WarrenCore
 import WarrenStore
@@ -52,6 +53,8 @@ struct HistoryBench {
                 if status != 200 || !body.contains("\"messages\":[") { errors += 1 } else { histogram.record(micros) }
             }
             try? await Task.sleep(for: .milliseconds(10))
+            warren.stop()
+            try? await deleteQueue(queue)
             results.append(HistoryResult(backend: mode.rawValue, stored: options.historyMessages,
                                          fillSeconds: Double(fill.components.seconds), requests: options.historyRequests,
                                          p50Ms: Double(histogram.valueAtPercentile(50)) / 1000,
@@ -64,6 +67,14 @@ struct HistoryBench {
     }
 
     static func route(_ r: Int) -> String { "dm.h\(r).g\(r % 97)" }
+
+    /// Deletes the run's store queue: durable and bound with `#`, it would keep every later
+    /// run's messages.
+    func deleteQueue(_ queue: String) async throws {
+        let publisher = try await BenchPublisher.open(url: options.amqpURL, exchange: options.exchange, loop: MultiThreadedEventLoopGroup.singleton.next())
+        _ = try? await publisher.deleteQueue(queue)
+        await publisher.close()
+    }
 
     /// Writes the messages in batches of 5,000; returns every 100th id of each route (for `before`).
     func fill(url: String) async throws -> [Int: [String]] {

@@ -79,6 +79,8 @@ struct RecoverBench {
         for channel in channels { channel.close(promise: nil) }
         for channel in channels { try? await channel.closeFuture.get() }
 
+        warren.stop()
+        _ = try? await runner.publisher.deleteQueue(queue)   // durable and bound with `#`: it would keep every later run's messages
         let tally = try await Tally(recorders)
         var recovered = 0
         var reasons: [String: Int] = [:]

@@ -114,6 +114,11 @@ final class Runner: @unchecked Sendable {
         await clients.close()
         let after = snapshot(warren)
         if plan.target == .warrenInbox { await deleteInboxes(plan.clients) }
+        if plan.store != .off, plan.target.usesWarren {
+            // Durable and bound with `#`: left, it would keep every later run's messages.
+            warren?.stop()
+            _ = try? await publisher.deleteQueue(storeQueue)
+        }
 
         var r = result(plan, round: round, tally: try await Tally(recorders), outcome: outcome, connectSeconds: connectSeconds,
                        before: before, connected: connected, during: during, after: after)
