@@ -50,6 +50,12 @@ public final class Recorder: @unchecked Sendable {
         _ = latency.record(Swift.min(Swift.max(micros, 1), latency.highestTrackableValue))
     }
 
+    /// How many different messages client `client` received.
+    public func received(client: Int) -> Int {
+        guard client < seen.count else { return 0 }
+        return seen[client].reduce(0) { $0 + $1.nonzeroBitCount }
+    }
+
     /// A protocol error a client saw after it was set up.
     public func error(_ text: String) {
         if errors.count < 20 { errors.append(text) }

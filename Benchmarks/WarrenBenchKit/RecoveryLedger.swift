@@ -13,6 +13,8 @@ public final class RecoveryLedger: @unchecked Sendable {
     public private(set) var answeredAt: [UInt64]
     /// When client `i` first got a message published after that answer: it is live again.
     public private(set) var liveAt: [UInt64]
+    /// How client `i`'s resubscription was answered (nil: not yet, or not a resubscription).
+    public private(set) var wasRecovered: [Bool?]
     /// Resubscriptions answered `recovered: true`, and the reasons of those answered `false`.
     public private(set) var recovered = 0
     public private(set) var reasons: [String: Int] = [:]
@@ -22,12 +24,14 @@ public final class RecoveryLedger: @unchecked Sendable {
         lastID = Array(repeating: nil, count: clients)
         answeredAt = Array(repeating: 0, count: clients)
         liveAt = Array(repeating: 0, count: clients)
+        wasRecovered = Array(repeating: nil, count: clients)
     }
 
     func answered(client: Int, at: String?, resumed: Bool, recovered: Bool?, reason: String?, now: UInt64) {
         if lastID[client] == nil { lastID[client] = at }
         guard resumed else { return }
         answeredAt[client] = now
+        wasRecovered[client] = recovered == true
         if recovered == true { self.recovered += 1 } else { reasons[reason ?? "none", default: 0] += 1 }
     }
 

@@ -84,10 +84,19 @@ struct RecoverBench {
         let tally = try await Tally(recorders)
         var recovered = 0
         var reasons: [String: Int] = [:]
-        for ledger in ledgers {
-            let (r, why) = try await ledger.loop.submit { (ledger.recovered, ledger.reasons) }.get()
+        var missedByRecovered = 0
+        for (k, ledger) in ledgers.enumerated() {
+            let recorder = recorders[k]
+            let (r, why, missing) = try await ledger.loop.submit { () -> (Int, [String: Int], Int) in
+                var missing = 0
+                for i in stride(from: k, to: sockets, by: ledgers.count) where ledger.wasRecovered[i] == true {
+                    missing += max(0, owed[i % rooms] - recorder.received(client: i))
+                }
+                return (ledger.recovered, ledger.reasons, missing)
+            }.get()
             recovered += r
             reasons.merge(why, uniquingKeysWith: +)
+            missedByRecovered += missing
         }
         let replayed = Int(after["warren_recovery_messages_total", default: 0] - before["warren_recovery_messages_total", default: 0])
         let queries = Int(after["warren_recovery_queries_total", default: 0] - before["warren_recovery_queries_total", default: 0])
@@ -95,7 +104,7 @@ struct RecoverBench {
         let extraCPU = (liveCPU - cutCPU) - steadyCPU * window
         let result = RecoverResult(
             store: mode.rawValue, sockets: sockets, rooms: rooms, rate: rate, published: outcome.confirmed,
-            publishFailures: outcome.failed, expected: expected, missed: max(0, expected - tally.unique),
+            publishFailures: outcome.failed, expected: expected, missed: max(0, expected - tally.unique), missedByRecovered: missedByRecovered,
             duplicates: tally.duplicates, recovered: recovered, reasons: reasons,
             resubscribedSeconds: resubscribed > cutAt ? Double(resubscribed - cutAt) / 1e9 : 0,
             allLiveSeconds: live > cutAt ? window : -1,
@@ -103,8 +112,8 @@ struct RecoverBench {
             warrenCPUMicrosPerReplayed: replayed > 0 && live > cutAt ? max(0, extraCPU) / Double(replayed) * 1e6 : nil,
             steadyWarrenCPU: steadyCPU, recoveryWarrenCPU: window > 0 ? (liveCPU - cutCPU) / window : 0,
             errors: tally.errors)
-        log(String(format: "  recover %@: missed %d, duplicates %d, recovered %d of %d (%@), resubscribed in %.2f s, all live in %.2f s, replayed %d, %.2f store queries per reconnect, Warren CPU %@ µs per replayed message (%.2f cores before the cut, %.2f while recovering)",
-                   mode.rawValue, result.missed, result.duplicates, recovered, sockets,
+        log(String(format: "  recover %@: missed %d (by sockets answered recovered: %d), duplicates %d, recovered %d of %d (%@), resubscribed in %.2f s, all live in %.2f s, replayed %d, %.2f store queries per reconnect, Warren CPU %@ µs per replayed message (%.2f cores before the cut, %.2f while recovering)",
+                   mode.rawValue, result.missed, result.missedByRecovered, result.duplicates, recovered, sockets,
                    reasons.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", "),
                    result.resubscribedSeconds, result.allLiveSeconds, replayed, result.queriesPerReconnect,
                    Report.f(result.warrenCPUMicrosPerReplayed, 2), steadyCPU, result.recoveryWarrenCPU))

@@ -10,6 +10,9 @@ struct RecoverResult: Codable {
     /// Deliveries every socket's room was owed (each message published after it subscribed).
     var expected: Int
     var missed: Int
+    /// Of them, what sockets answered `recovered: true` missed (must be 0): the rest is what
+    /// sockets told to reload missed.
+    var missedByRecovered: Int
     var duplicates: Int
     var recovered: Int
     var reasons: [String: Int]

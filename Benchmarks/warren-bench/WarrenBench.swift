@@ -123,10 +123,11 @@ struct WarrenBench: AsyncParsableCommand {
             return [(plan, pollDoors + [.nchan, .nchanMulti])]
         case "sse":
             // The poll scenario's load on Server-Sent Events: Warren's SSE door beside its
-            // long-polling and Nchan's eventsource subscribers.
+            // long-polling, its WebSockets (the same way in through the broker, another door)
+            // and Nchan's eventsource subscribers.
             guard var plan = plans("poll", room: room).first?.plan else { return [] }
             plan.scenario = "sse"
-            return [(plan, [.warrenSSE, .warrenPoll, .nchanSSE])]
+            return [(plan, [.warrenSSE, .warrenPoll, .warrenWS, .nchanSSE])]
         case "poll-idle":
             var plan = RunPlan(scenario: scenario, target: .warrenPoll, clients: o.pollIdleClients, keys: [], expected: 0,
                                pattern: { "#.b\($0).#" }, rate: nil)
